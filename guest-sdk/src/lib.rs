@@ -1,0 +1,581 @@
+//! Write [toolcage] tools in Rust.
+//!
+//! A tool is a plain function from a typed argument struct to a
+//! `Result<T, E>`. The `#[tool]` attribute turns it into an MCP tool:
+//!
+//! - the **input schema** is derived from the argument type
+//!   ([`schemars::JsonSchema`]), so field docs become property descriptions;
+//! - the **description** is the function's doc comment (or
+//!   `#[tool(description = "..")]`);
+//! - **`Ok(T)`** becomes structured output (with `T`'s schema as the tool's
+//!   output schema) plus a text rendering of the same JSON; **`Err(E)`**
+//!   becomes an `isError` result whose text is `E`'s `Display`;
+//! - a **panic** becomes an error result carrying the panic message (the host
+//!   reads it from the captured standard error).
+//!
+//! [`export!`] lists the tools a component provides. That is the whole API:
+//!
+//! ```no_run
+//! use serde::{Deserialize, Serialize};
+//! use toolcage_guest::{export, tool, JsonSchema};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct GreetArgs {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting {
+//!     message: String,
+//! }
+//!
+//! /// Greet someone by name. Returns the greeting.
+//! #[tool(read_only, idempotent)]
+//! fn greet(args: GreetArgs) -> Result<Greeting, String> {
+//!     if args.name.is_empty() {
+//!         return Err("`name` must not be empty".into());
+//!     }
+//!     toolcage_guest::info!("greeting {}", args.name);
+//!     Ok(Greeting { message: format!("Hello, {}!", args.name) })
+//! }
+//!
+//! export!(greet);
+//! # fn main() {}
+//! ```
+//!
+//! Build it as a component and drop it into the tools folder:
+//!
+//! ```text
+//! rustup target add wasm32-wasip2
+//! cargo build --release --target wasm32-wasip2
+//! cp target/wasm32-wasip2/release/greet.wasm ~/.config/toolcage/tools/
+//! ```
+//!
+//! (The crate must be a `cdylib`: `[lib] crate-type = ["cdylib"]`.)
+//!
+//! Tools use plain `std::fs`, `std::env` and `std::time`; the sandbox decides
+//! what they can reach. Every call runs in a fresh instance, so globals do not
+//! carry over between calls.
+//!
+//! For results that are not structured (an image, a mix of content), return
+//! [`Output`] instead of a serialisable type.
+//!
+//! [toolcage]: https://github.com/toolcage/toolcage
+
+use std::fmt::Display;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use schemars::JsonSchema;
+pub use toolcage_guest_macros::tool;
+
+/// Bindings generated from `wit/tool.wit`. Tool authors do not need these;
+/// they are public for [`export!`] and for authors who want the raw contract.
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "tool-component",
+        pub_export_macro: true,
+        export_macro_name: "__export_tool_component",
+        default_bindings_module: "::toolcage_guest::bindings",
+    });
+}
+
+use bindings::exports::toolcage::tool::tool as wit_tool;
+use bindings::toolcage::tool::types as wit;
+
+/// Behaviour hints shown to clients (MCP tool annotations). All default to
+/// `false`: a sandboxed tool touches nothing unless the operator grants it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may delete or overwrite data.
+    pub destructive: bool,
+    /// Repeating a call with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// The tool talks to external systems (such as the web).
+    pub open_world: bool,
+}
+
+/// The argument type of a tool function that takes no arguments.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
+/// One item of a result's content.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Plain text (or Markdown).
+    Text(String),
+    /// An image, such as `image/png`.
+    Image {
+        /// The encoded image bytes.
+        data: Vec<u8>,
+        /// Its MIME type.
+        mime_type: String,
+    },
+    /// Audio, such as `audio/wav`.
+    Audio {
+        /// The encoded audio bytes.
+        data: Vec<u8>,
+        /// Its MIME type.
+        mime_type: String,
+    },
+    /// A resource embedded in the result.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type, if known.
+        mime_type: Option<String>,
+        /// Its body: text or bytes.
+        body: ResourceBody,
+    },
+}
+
+/// The body of an embedded resource.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceBody {
+    /// A text resource.
+    Text(String),
+    /// A binary resource.
+    Blob(Vec<u8>),
+}
+
+impl Content {
+    /// Text content.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text(text.into())
+    }
+}
+
+/// An unstructured result: content items and, optionally, structured JSON.
+/// Return `Result<Output, E>` from a tool whose answer is not one typed value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Output {
+    /// The content the model reads.
+    pub content: Vec<Content>,
+    /// Structured output (a JSON object), if any. No output schema is
+    /// declared for tools returning `Output`.
+    pub structured: Option<Value>,
+}
+
+impl Output {
+    /// An output made of the given content items.
+    pub fn new(content: Vec<Content>) -> Self {
+        Output {
+            content,
+            structured: None,
+        }
+    }
+
+    /// An output made of one text item.
+    pub fn text(text: impl Into<String>) -> Self {
+        Output::new(vec![Content::text(text)])
+    }
+}
+
+/// What a successful tool call can return.
+///
+/// Implemented for every `Serialize + JsonSchema` type (structured output:
+/// the value's JSON is the structured content and, as text, the content;
+/// a value whose schema is not an object is wrapped as `{"result": value}`,
+/// because MCP structured content is always an object) and for [`Output`].
+pub trait ToolOutput {
+    /// The JSON Schema of the structured output, if there is one.
+    fn output_schema() -> Option<Value>;
+    /// Convert into the parts of a call result.
+    fn into_output(self) -> Output;
+}
+
+impl<T: Serialize + JsonSchema> ToolOutput for T {
+    fn output_schema() -> Option<Value> {
+        let schema = schemars::schema_for!(T).to_value();
+        if is_object_schema(&schema) {
+            Some(schema)
+        } else {
+            Some(wrap_schema(schema))
+        }
+    }
+
+    fn into_output(self) -> Output {
+        let value = match serde_json::to_value(&self) {
+            Ok(value) => value,
+            Err(error) => {
+                // A `Serialize` impl that fails (a map with non-string keys,
+                // say) is a bug in the tool, reported as an error result.
+                return Output::text(format!("tool output could not be serialised: {error}"));
+            }
+        };
+        let wrap = !is_object_schema(&schemars::schema_for!(T).to_value());
+        let structured = if wrap {
+            serde_json::json!({ "result": value })
+        } else {
+            value
+        };
+        Output {
+            content: vec![Content::Text(structured.to_string())],
+            structured: Some(structured),
+        }
+    }
+}
+
+impl ToolOutput for Output {
+    fn output_schema() -> Option<Value> {
+        None
+    }
+
+    fn into_output(self) -> Output {
+        self
+    }
+}
+
+fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// `{"result": <schema>}` as an object schema, keeping `$defs` at the root
+/// where `$ref`s expect them.
+fn wrap_schema(mut schema: Value) -> Value {
+    let mut root = serde_json::Map::new();
+    if let Some(object) = schema.as_object_mut() {
+        if let Some(dialect) = object.remove("$schema") {
+            root.insert("$schema".into(), dialect);
+        }
+        if let Some(defs) = object.remove("$defs") {
+            root.insert("$defs".into(), defs);
+        }
+        object.remove("title");
+    }
+    root.insert("type".into(), "object".into());
+    root.insert("properties".into(), serde_json::json!({ "result": schema }));
+    root.insert("required".into(), serde_json::json!(["result"]));
+    Value::Object(root)
+}
+
+type Handler = Box<dyn Fn(&str) -> CallOutcome>;
+
+/// The result of running one tool: its output, or an error message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool succeeded.
+    Ok(Output),
+    /// The tool failed; the message is shown to the model.
+    Err(String),
+}
+
+/// One tool: its descriptor and the function that runs it. Built by
+/// `#[tool]`; build one by hand with [`ToolDef::new`] when a macro does not
+/// fit.
+pub struct ToolDef {
+    name: &'static str,
+    title: Option<&'static str>,
+    description: &'static str,
+    annotations: Annotations,
+    input_schema: fn() -> Value,
+    output_schema: fn() -> Option<Value>,
+    handler: Handler,
+}
+
+impl ToolDef {
+    /// A tool named `name` that deserialises its arguments into `A` and runs
+    /// `function`.
+    pub fn new<A, T, E, F>(name: &'static str, description: &'static str, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        T: ToolOutput,
+        E: Display,
+        F: Fn(A) -> Result<T, E> + 'static,
+    {
+        ToolDef {
+            name,
+            title: None,
+            description,
+            annotations: Annotations::default(),
+            input_schema: || schemars::schema_for!(A).to_value(),
+            output_schema: T::output_schema,
+            handler: Box::new(move |arguments| {
+                let arguments: A = match serde_json::from_str(arguments) {
+                    Ok(arguments) => arguments,
+                    Err(error) => return CallOutcome::Err(format!("invalid arguments: {error}")),
+                };
+                match function(arguments) {
+                    Ok(output) => CallOutcome::Ok(output.into_output()),
+                    Err(error) => CallOutcome::Err(error.to_string()),
+                }
+            }),
+        }
+    }
+
+    /// Set a human-readable title.
+    pub fn title(mut self, title: Option<&'static str>) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Set the behaviour hints.
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The JSON Schema of the arguments.
+    pub fn input_schema(&self) -> Value {
+        (self.input_schema)()
+    }
+
+    /// The JSON Schema of the structured output, if any.
+    pub fn output_schema(&self) -> Option<Value> {
+        (self.output_schema)()
+    }
+
+    /// Run the tool on `arguments` (a JSON object as text), natively: this
+    /// is what the component's `call` export does, and what native tests and
+    /// benchmarks of a tool's logic call directly.
+    pub fn call(&self, arguments: &str) -> CallOutcome {
+        (self.handler)(arguments)
+    }
+}
+
+#[doc(hidden)]
+pub fn __describe(tools: &[ToolDef]) -> Vec<wit::Descriptor> {
+    tools
+        .iter()
+        .map(|tool| wit::Descriptor {
+            name: tool.name.to_owned(),
+            title: tool.title.map(str::to_owned),
+            description: tool.description.to_owned(),
+            input_schema: tool.input_schema().to_string(),
+            output_schema: tool.output_schema().map(|schema| schema.to_string()),
+            annotations: wit::Annotations {
+                read_only: tool.annotations.read_only,
+                destructive: tool.annotations.destructive,
+                idempotent: tool.annotations.idempotent,
+                open_world: tool.annotations.open_world,
+            },
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __call(tools: &[ToolDef], name: &str, arguments: &str) -> wit::CallResult {
+    let Some(tool) = tools.iter().find(|tool| tool.name == name) else {
+        return error_result(format!("this component has no tool `{name}`"));
+    };
+    match tool.call(arguments) {
+        CallOutcome::Ok(output) => wit::CallResult {
+            content: output.content.into_iter().map(to_wit_content).collect(),
+            structured: output.structured.map(|value| value.to_string()),
+            is_error: false,
+        },
+        CallOutcome::Err(message) => error_result(message),
+    }
+}
+
+fn error_result(message: String) -> wit::CallResult {
+    wit::CallResult {
+        content: vec![wit::Content::Text(message)],
+        structured: None,
+        is_error: true,
+    }
+}
+
+fn to_wit_content(content: Content) -> wit::Content {
+    match content {
+        Content::Text(text) => wit::Content::Text(text),
+        Content::Image { data, mime_type } => wit::Content::Image(wit::Media { data, mime_type }),
+        Content::Audio { data, mime_type } => wit::Content::Audio(wit::Media { data, mime_type }),
+        Content::Resource {
+            uri,
+            mime_type,
+            body,
+        } => wit::Content::Embedded(wit::EmbeddedResource {
+            uri,
+            mime_type,
+            body: match body {
+                ResourceBody::Text(text) => wit::ResourceBody::Text(text),
+                ResourceBody::Blob(bytes) => wit::ResourceBody::Blob(bytes),
+            },
+        }),
+    }
+}
+
+#[doc(hidden)]
+pub use wit_tool::Guest as __Guest;
+#[doc(hidden)]
+pub use wit::{CallResult as __CallResult, Descriptor as __Descriptor};
+
+/// Export the listed tools (functions marked `#[tool]`) as this crate's
+/// component. Use it once per crate.
+///
+/// ```ignore
+/// toolcage_guest::export!(get_current_time, convert_timezone);
+/// ```
+///
+/// It also defines `tool_definitions()`, returning every listed tool's
+/// [`ToolDef`], for native tests and benchmarks of the tools' logic.
+#[macro_export]
+macro_rules! export {
+    ($($tool:ident),+ $(,)?) => {
+        /// Every tool this crate exports, in `export!` order.
+        pub fn tool_definitions() -> ::std::vec::Vec<$crate::ToolDef> {
+            ::std::vec![$($tool::definition()),+]
+        }
+
+        #[doc(hidden)]
+        pub struct __ToolcageComponent;
+
+        impl $crate::__Guest for __ToolcageComponent {
+            fn describe() -> ::std::vec::Vec<$crate::__Descriptor> {
+                $crate::__describe(&tool_definitions())
+            }
+
+            fn call(name: ::std::string::String, arguments: ::std::string::String) -> $crate::__CallResult {
+                $crate::__call(&tool_definitions(), &name, &arguments)
+            }
+        }
+
+        // Native builds (tests, benchmarks of the logic) skip the component
+        // exports: their symbol names are not valid in native linkers.
+        #[cfg(target_family = "wasm")]
+        $crate::bindings::__export_tool_component!(__ToolcageComponent with_types_in $crate::bindings);
+    };
+}
+
+/// Severity of a log message.
+pub use bindings::toolcage::tool::host::Level;
+
+/// Send a log message to the host (and, where the client accepts them, to
+/// the client). Prefer the [`debug!`], [`info!`], [`warn!`] and [`error!`]
+/// macros.
+pub fn log(level: Level, message: &str) {
+    #[cfg(target_family = "wasm")]
+    bindings::toolcage::tool::host::log(level, message);
+    #[cfg(not(target_family = "wasm"))]
+    eprintln!("[{level:?}] {message}");
+}
+
+/// Report progress of the current call: `done` out of `total` (if known),
+/// with an optional message. Clients that asked for progress see it as
+/// `notifications/progress`.
+pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
+    #[cfg(target_family = "wasm")]
+    bindings::toolcage::tool::host::progress(done, total, message);
+    #[cfg(not(target_family = "wasm"))]
+    let _ = (done, total, message);
+}
+
+/// Log at debug level, `format!`-style.
+#[macro_export]
+macro_rules! debug {
+    ($($arg:tt)+) => { $crate::log($crate::Level::Debug, &::std::format!($($arg)+)) };
+}
+
+/// Log at info level, `format!`-style.
+#[macro_export]
+macro_rules! info {
+    ($($arg:tt)+) => { $crate::log($crate::Level::Info, &::std::format!($($arg)+)) };
+}
+
+/// Log at warning level, `format!`-style.
+#[macro_export]
+macro_rules! warn {
+    ($($arg:tt)+) => { $crate::log($crate::Level::Warning, &::std::format!($($arg)+)) };
+}
+
+/// Log at error level, `format!`-style.
+#[macro_export]
+macro_rules! error {
+    ($($arg:tt)+) => { $crate::log($crate::Level::Error, &::std::format!($($arg)+)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {
+        /// A number.
+        n: i64,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Doubled {
+        doubled: i64,
+    }
+
+    fn double(args: Args) -> Result<Doubled, String> {
+        if args.n > 1000 {
+            return Err(format!("`{}` is too big", args.n));
+        }
+        Ok(Doubled { doubled: args.n * 2 })
+    }
+
+    fn def() -> ToolDef {
+        ToolDef::new("double", "Double a number.", double)
+    }
+
+    #[test]
+    fn input_schema_comes_from_the_argument_type() {
+        let schema = def().input_schema();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["n"]["description"], "A number.");
+        assert_eq!(schema["required"], json!(["n"]));
+    }
+
+    #[test]
+    fn ok_is_structured_output_and_text() {
+        let CallOutcome::Ok(output) = def().call(r#"{"n": 21}"#) else {
+            panic!("expected success");
+        };
+        assert_eq!(output.structured, Some(json!({"doubled": 42})));
+        assert_eq!(output.content, vec![Content::Text(r#"{"doubled":42}"#.into())]);
+        assert_eq!(def().output_schema().expect("schema")["type"], "object");
+    }
+
+    #[test]
+    fn err_is_an_error_with_the_display_text() {
+        assert_eq!(def().call(r#"{"n": 5000}"#), CallOutcome::Err("`5000` is too big".into()));
+    }
+
+    #[test]
+    fn bad_json_is_an_error_not_a_panic() {
+        let CallOutcome::Err(message) = def().call(r#"{"n": "x"}"#) else {
+            panic!("expected error");
+        };
+        assert!(message.starts_with("invalid arguments:"), "{message}");
+    }
+
+    #[test]
+    fn non_object_outputs_are_wrapped() {
+        fn text(_: NoArguments) -> Result<String, String> {
+            Ok("hi".into())
+        }
+        let tool = ToolDef::new("t", "d", text);
+        let schema = tool.output_schema().expect("schema");
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["result"]["type"], "string");
+        let CallOutcome::Ok(output) = tool.call("{}") else {
+            panic!("expected success");
+        };
+        assert_eq!(output.structured, Some(json!({"result": "hi"})));
+    }
+
+    #[test]
+    fn unknown_tool_is_an_error_result() {
+        let result = __call(&[def()], "nope", "{}");
+        assert!(result.is_error);
+    }
+}

@@ -1,0 +1,383 @@
+//! The operator's configuration: where the tools are, and what each tool may
+//! consume.
+//!
+//! Parsing happens in two steps, as in ripgrep: the TOML file is read into
+//! `Raw*` structs that mirror the file (serde, `deny_unknown_fields`), then
+//! validated and converted into [`Config`], the type the rest of the program
+//! runs on. Every error names the file, the key and the offending value.
+//!
+//! Policy belongs to the operator: nothing a tool component says can widen
+//! what this file grants.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default fuel per call. Fuel counts roughly one unit per WebAssembly
+/// instruction; ten billion is several seconds of pure compute, far beyond
+/// what a tool that answers a model should need, yet it stops a runaway loop.
+pub const DEFAULT_FUEL: u64 = 10_000_000_000;
+/// Default wall-clock deadline per call: 30 s, a common client-side timeout
+/// for a tool call.
+pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+/// Default cap on a call's linear memory: 128 MiB is ample for text tools and
+/// keeps 64 concurrent calls within a few GiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 128;
+/// Default cap on a result's size (content plus structured output): 16 MiB,
+/// more than any model context can use.
+pub const DEFAULT_MAX_RESULT_KIB: u64 = 16 * 1024;
+/// Default number of calls of one tool that may run at once; more wait.
+pub const DEFAULT_MAX_CONCURRENT: u32 = 8;
+/// Default number of calls, across all tools, that may run at once; more
+/// wait. It also sizes the instance pool.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
+
+/// The largest memory cap a tool can be given: the 32-bit address space.
+pub const MAX_MEMORY_MIB: u64 = 4096;
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+    /// The folder of tool components, if the file sets one (relative paths
+    /// already resolved against the file's folder).
+    pub tools_dir: Option<PathBuf>,
+    /// Where compiled components are cached, if the file sets one.
+    pub cache_dir: Option<PathBuf>,
+    /// Server-wide settings.
+    pub server: ServerSettings,
+    /// Limits for tools without an override.
+    pub defaults: Limits,
+    /// Per-tool overrides, by tool name, already merged over `defaults`.
+    pub tools: BTreeMap<String, Limits>,
+}
+
+/// Server-wide settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Calls that may run at once across all tools.
+    pub max_concurrent_calls: u32,
+}
+
+/// What one call of a tool may consume. Every field is always set: limits
+/// are always on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel (roughly, WebAssembly instructions) per call.
+    pub fuel: u64,
+    /// Wall-clock deadline per call, in milliseconds.
+    pub deadline_ms: u64,
+    /// Linear memory cap per call, in bytes (the sum over all memories).
+    pub memory_bytes: u64,
+    /// Result size cap, in bytes.
+    pub max_result_bytes: u64,
+    /// Calls of this tool that may run at once.
+    pub max_concurrent: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: DEFAULT_FUEL,
+            deadline_ms: DEFAULT_DEADLINE_MS,
+            memory_bytes: DEFAULT_MEMORY_MIB * 1024 * 1024,
+            max_result_bytes: DEFAULT_MAX_RESULT_KIB * 1024,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            source: None,
+            tools_dir: None,
+            cache_dir: None,
+            server: ServerSettings {
+                max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+            },
+            defaults: Limits::default(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The limits that apply to tool `name`.
+    pub fn limits_for(&self, name: &str) -> Limits {
+        self.tools.get(name).copied().unwrap_or(self.defaults)
+    }
+
+    /// Read and validate the file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, is not valid TOML, has an unknown key, or a
+    /// value is out of range; the error names the file, the key and the value.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Validate `text`, the contents of the file at `path` (used to name the
+    /// file in errors and to resolve relative paths).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Config::load`].
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: error.to_string().trim_end().to_owned(),
+        })?;
+        let invalid = |key: String, value: String, reason: &str| ConfigError::Invalid {
+            path: path.to_owned(),
+            key,
+            value,
+            reason: reason.to_owned(),
+        };
+        let base = path.parent().unwrap_or(Path::new("."));
+        let resolve = |p: PathBuf| -> PathBuf {
+            let p = expand_tilde(&p);
+            if p.is_absolute() { p } else { base.join(p) }
+        };
+
+        let server = ServerSettings {
+            max_concurrent_calls: raw
+                .server
+                .max_concurrent_calls
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
+        };
+        if !(1..=10_000).contains(&server.max_concurrent_calls) {
+            return Err(invalid(
+                "server.max_concurrent_calls".into(),
+                server.max_concurrent_calls.to_string(),
+                "must be between 1 and 10000",
+            ));
+        }
+
+        let defaults = raw
+            .defaults
+            .apply(Limits::default())
+            .map_err(|(key, value, reason)| invalid(format!("defaults.{key}"), value, reason))?;
+        let mut tools = BTreeMap::new();
+        for (name, overrides) in raw.tools {
+            let limits = overrides.apply(defaults).map_err(|(key, value, reason)| {
+                invalid(format!("tools.{}.{key}", toml_key(&name)), value, reason)
+            })?;
+            tools.insert(name, limits);
+        }
+        Ok(Config {
+            source: Some(path.to_owned()),
+            tools_dir: raw.tools_dir.map(resolve),
+            cache_dir: raw.cache_dir.map(resolve),
+            server,
+            defaults,
+            tools,
+        })
+    }
+}
+
+/// A configuration error.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file `{}`: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or has an unknown key or a value of the
+    /// wrong type (the message, from the TOML parser, names it).
+    #[error("invalid config file `{}`: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value has the right type but is out of range.
+    #[error("invalid config file `{}`: `{key}` = {value} {reason}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key, e.g. `tools.spin.fuel`.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// What it must be.
+        reason: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    tools_dir: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    defaults: RawLimits,
+    #[serde(default)]
+    tools: BTreeMap<String, RawLimits>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    max_concurrent_calls: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    fuel: Option<u64>,
+    deadline_ms: Option<u64>,
+    memory_mib: Option<u64>,
+    max_result_kib: Option<u64>,
+    max_concurrent: Option<u32>,
+}
+
+type FieldError = (&'static str, String, &'static str);
+
+impl RawLimits {
+    /// These overrides applied over `base`, each checked against its range.
+    fn apply(&self, base: Limits) -> Result<Limits, FieldError> {
+        fn check(
+            key: &'static str,
+            value: Option<u64>,
+            range: std::ops::RangeInclusive<u64>,
+            reason: &'static str,
+        ) -> Result<Option<u64>, FieldError> {
+            match value {
+                Some(v) if !range.contains(&v) => Err((key, v.to_string(), reason)),
+                other => Ok(other),
+            }
+        }
+        let mut limits = base;
+        if let Some(fuel) = check("fuel", self.fuel, 1..=u64::MAX, "must be at least 1")? {
+            limits.fuel = fuel;
+        }
+        if let Some(ms) = check(
+            "deadline_ms",
+            self.deadline_ms,
+            1..=86_400_000,
+            "must be between 1 and 86400000 (one day)",
+        )? {
+            limits.deadline_ms = ms;
+        }
+        if let Some(mib) = check(
+            "memory_mib",
+            self.memory_mib,
+            1..=MAX_MEMORY_MIB,
+            "must be between 1 and 4096",
+        )? {
+            limits.memory_bytes = mib * 1024 * 1024;
+        }
+        if let Some(kib) = check(
+            "max_result_kib",
+            self.max_result_kib,
+            1..=1024 * 1024,
+            "must be between 1 and 1048576 (1 GiB)",
+        )? {
+            limits.max_result_bytes = kib * 1024;
+        }
+        if let Some(n) = check(
+            "max_concurrent",
+            self.max_concurrent.map(u64::from),
+            1..=10_000,
+            "must be between 1 and 10000",
+        )? {
+            // In range 1..=10_000, so it fits in a u32.
+            limits.max_concurrent = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        Ok(limits)
+    }
+}
+
+/// A tool name as a TOML key: bare if it can be, quoted otherwise.
+fn toml_key(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// `~` and `~/...` expanded with `$HOME`; other paths unchanged.
+pub fn expand_tilde(path: &Path) -> PathBuf {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return path.to_owned();
+    };
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(rest),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("/etc/toolcage/config.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let config = parse("").expect("valid");
+        assert_eq!(config.defaults, Limits::default());
+        assert_eq!(config.limits_for("anything"), Limits::default());
+    }
+
+    #[test]
+    fn tool_overrides_merge_over_defaults() {
+        let config = parse(
+            "[defaults]\nfuel = 5000\nmemory_mib = 64\n\n[tools.spin]\nfuel = 10\n\n[tools.\"a.b\"]\ndeadline_ms = 5\n",
+        )
+        .expect("valid");
+        let spin = config.limits_for("spin");
+        assert_eq!(spin.fuel, 10);
+        assert_eq!(spin.memory_bytes, 64 * 1024 * 1024);
+        assert_eq!(config.limits_for("a.b").deadline_ms, 5);
+        assert_eq!(config.limits_for("other").fuel, 5000);
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_file() {
+        let config = parse("tools_dir = \"tools\"\ncache_dir = \"/var/cache/x\"").expect("valid");
+        assert_eq!(config.tools_dir, Some(PathBuf::from("/etc/toolcage/tools")));
+        assert_eq!(config.cache_dir, Some(PathBuf::from("/var/cache/x")));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_the_value() {
+        let cases = [
+            ("[defaults]\nfuell = 1", &["/etc/toolcage/config.toml", "fuell"][..]),
+            ("[tools.spin]\nfuel = 0", &["`tools.spin.fuel` = 0", "at least 1"]),
+            ("[tools.\"a b\"]\nmemory_mib = 9999", &["`tools.\"a b\".memory_mib` = 9999"]),
+            ("[defaults]\nfuel = \"lots\"", &["fuel", "lots"]),
+            ("[defaults]\nfuel = -1", &["fuel"]),
+            ("[server]\nmax_concurrent_calls = 0", &["`server.max_concurrent_calls` = 0"]),
+            ("bogus = 1", &["bogus"]),
+        ];
+        for (text, needles) in cases {
+            let error = parse(text).expect_err(text);
+            for needle in needles {
+                assert!(error.contains(needle), "{text:?}: {error:?} lacks {needle:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Dispatch: from "call tool X with these arguments" to a result.
+//!
+//! For each call: find the tool in the current catalog snapshot; check the
+//! arguments against its input schema (a violation is an error result that
+//! lists every problem, and the guest never runs); wait for a server-wide
+//! and a per-tool permit (calls beyond the limits queue, they do not fail);
+//! run it in the sandbox; check structured output against the output
+//! schema; turn every limit hit into an error result that names the limit;
+//! and write one audit record.
+//!
+//! This module knows nothing of MCP's wire format; `protocol` converts.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{LoadedTool, Registry};
+use crate::config::Config;
+use crate::sandbox::{CapturedOutput, Content, EventSink, Sandbox, ToolResult};
+
+/// Runs calls against the current catalog.
+pub struct Dispatcher {
+    sandbox: Arc<Sandbox>,
+    registry: Arc<Registry>,
+    config: Arc<Config>,
+    permits: Arc<Semaphore>,
+}
+
+/// A call that could not even be attempted: a protocol-level error.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    /// No tool by that name.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+}
+
+/// What a finished call returns to the protocol layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutput {
+    /// Content items.
+    pub content: Vec<Content>,
+    /// Structured output, parsed and (when a schema is declared) checked.
+    pub structured: Option<Value>,
+    /// Whether it is an error result.
+    pub is_error: bool,
+}
+
+impl CallOutput {
+    /// An error result with one text item.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallOutput {
+            content: vec![Content::Text(message.into())],
+            structured: None,
+            is_error: true,
+        }
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher over `registry`, running calls in `sandbox` with the
+    /// limits from `config`.
+    pub fn new(sandbox: Arc<Sandbox>, registry: Arc<Registry>, config: Arc<Config>) -> Self {
+        let permits = Arc::new(Semaphore::new(config.server.max_concurrent_calls as usize));
+        Dispatcher {
+            sandbox,
+            registry,
+            config,
+            permits,
+        }
+    }
+
+    /// The registry calls are served from.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Call tool `name` with `arguments` (`None` is `{}`).
+    ///
+    /// # Errors
+    ///
+    /// Only for an unknown tool. Everything that goes wrong once the tool is
+    /// known (bad arguments, traps, limits) is an error *result*.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        events: Option<EventSink>,
+        cancel: &CancellationToken,
+    ) -> Result<CallOutput, DispatchError> {
+        let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
+            return Err(DispatchError::UnknownTool(name.to_owned()));
+        };
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        if let Some(problems) = schema_problems(&tool.input_validator, &arguments) {
+            tracing::info!(tool = %name, "refused call: arguments do not match the input schema");
+            return Ok(CallOutput::error(format!(
+                "arguments do not match the input schema of tool `{name}`:\n{problems}"
+            )));
+        }
+        let limits = self.config.limits_for(name);
+
+        // Permits are released when these guards drop, at the end of the call.
+        let _global = tokio::select! {
+            permit = Arc::clone(&self.permits).acquire_owned() => permit,
+            () = cancel.cancelled() => return Ok(CallOutput::error(format!("call of tool `{name}` was cancelled"))),
+        };
+        let _tool = tokio::select! {
+            permit = Arc::clone(&tool.permits).acquire_owned() => permit,
+            () = cancel.cancelled() => return Ok(CallOutput::error(format!("call of tool `{name}` was cancelled"))),
+        };
+        let started = Instant::now();
+        let report = self
+            .sandbox
+            .call(
+                &tool.component.pre,
+                name,
+                &arguments.to_string(),
+                &limits,
+                events,
+                cancel,
+            )
+            .await;
+        log_guest_output(name, "stdout", &report.stdout);
+        log_guest_output(name, "stderr", &report.stderr);
+
+        let output = match report.outcome {
+            Ok(result) => check_output(&tool, result),
+            Err(failure) => CallOutput::error(format!("tool `{name}` {failure}")),
+        };
+        let outcome = match (&output.is_error, &output.content.first()) {
+            (false, _) => "ok".to_owned(),
+            (true, Some(Content::Text(text))) => format!("error: {}", first_line(text)),
+            (true, _) => "error".to_owned(),
+        };
+        tracing::info!(
+            target: "toolcage::audit",
+            tool = %name,
+            digest = %tool.component.digest,
+            duration_us = started.elapsed().as_micros() as u64,
+            fuel_used = report.fuel_used,
+            peak_memory_bytes = report.peak_memory_bytes,
+            %outcome,
+            "call"
+        );
+        Ok(output)
+    }
+}
+
+/// Parse and check a guest's result against the tool's contract.
+fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
+    let name = &tool.descriptor.name;
+    let structured = match result.structured {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value @ Value::Object(_)) => Some(value),
+            Ok(_) => {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that is not a JSON object"
+                ));
+            }
+            Err(error) => {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that is not valid JSON: {error}"
+                ));
+            }
+        },
+    };
+    if !result.is_error {
+        if let Some(validator) = &tool.output_validator {
+            let Some(value) = &structured else {
+                return CallOutput::error(format!(
+                    "tool `{name}` declares an output schema but returned no structured output"
+                ));
+            };
+            if let Some(problems) = schema_problems(validator, value) {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
+                ));
+            }
+        }
+    }
+    CallOutput {
+        content: result.content,
+        structured,
+        is_error: result.is_error,
+    }
+}
+
+/// Every violation of `validator` by `value`, one per line as
+/// `- <path>: <message>`, or `None` if it is valid.
+fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .take(20)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let path = if path.is_empty() { "(root)".to_owned() } else { path };
+            format!("- {path}: {error}")
+        })
+        .collect();
+    if problems.is_empty() {
+        None
+    } else {
+        Some(problems.join("\n"))
+    }
+}
+
+fn log_guest_output(tool: &str, stream: &str, output: &CapturedOutput) {
+    if output.bytes.is_empty() {
+        return;
+    }
+    let text = String::from_utf8_lossy(&output.bytes);
+    tracing::info!(
+        tool = %tool,
+        stream,
+        dropped_bytes = output.dropped,
+        output = %text.trim_end(),
+        "guest output"
+    );
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}

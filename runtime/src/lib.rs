@@ -1,0 +1,128 @@
+//! toolcage: an MCP server that runs every tool as a sandboxed WebAssembly
+//! component.
+//!
+//! # Layout
+//!
+//! - [`config`]: the operator's TOML file, parsed then validated into
+//!   [`config::Config`] (limits per tool, folders).
+//! - [`sandbox`]: the only module that touches wasmtime; engine, linker,
+//!   compile cache, per-call stores and limits, trap classification.
+//! - [`catalog`]: loads the tools folder into an immutable
+//!   [`catalog::Catalog`] (descriptors validated, schemas compiled, name
+//!   clashes resolved); the [`catalog::Registry`] holds the current one.
+//! - [`dispatch`]: one call, end to end: argument validation, permits, the
+//!   sandboxed run, output checks, the audit record.
+//! - [`protocol`]: the MCP handler over rmcp; the only module that knows
+//!   the wire format.
+//! - [`stdio`]: the stdio transport that answers malformed lines.
+//!
+//! The binary (`main.rs`) parses the command line and calls [`Host::load`]
+//! and [`Host::serve_stdio`].
+
+#![deny(missing_docs)]
+
+pub mod catalog;
+pub mod config;
+pub mod dispatch;
+pub mod protocol;
+pub mod sandbox;
+pub mod stdio;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use rmcp::ServiceExt as _;
+
+use crate::catalog::Registry;
+use crate::config::Config;
+use crate::dispatch::Dispatcher;
+use crate::sandbox::{Sandbox, SandboxSettings};
+
+/// Where things are and how they are limited; built by `main` from flags,
+/// the config file and defaults, in that order of precedence.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The tools folder.
+    pub tools_dir: PathBuf,
+    /// The compile cache folder, or `None` for no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// The validated configuration.
+    pub config: Config,
+}
+
+/// A loaded tool host: sandbox, registry and dispatcher.
+pub struct Host {
+    /// The options it was loaded with.
+    pub options: Options,
+    /// The engine and compile cache.
+    pub sandbox: Arc<Sandbox>,
+    /// The current tool set.
+    pub registry: Arc<Registry>,
+    /// Runs calls.
+    pub dispatcher: Arc<Dispatcher>,
+}
+
+impl Host {
+    /// Build the sandbox and load every tool in the tools folder. A missing
+    /// folder is logged and serves no tools; broken files are skipped.
+    ///
+    /// # Errors
+    ///
+    /// The engine cannot be created.
+    pub async fn load(options: Options) -> anyhow::Result<Host> {
+        let sandbox = Arc::new(
+            Sandbox::new(&SandboxSettings {
+                max_concurrent_calls: options.config.server.max_concurrent_calls,
+                cache_dir: options.cache_dir.clone(),
+            })
+            .context("cannot create the WebAssembly engine")?,
+        );
+        if !options.tools_dir.is_dir() {
+            tracing::warn!(
+                dir = %options.tools_dir.display(),
+                "the tools folder does not exist; serving no tools"
+            );
+        }
+        let catalog = catalog::load_dir(&sandbox, &options.tools_dir, &options.config).await;
+        tracing::info!(
+            dir = %options.tools_dir.display(),
+            tools = catalog.tools.len(),
+            files = catalog.files.len(),
+            "tools loaded"
+        );
+        let registry = Arc::new(Registry::new(catalog));
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&sandbox),
+            Arc::clone(&registry),
+            Arc::new(options.config.clone()),
+        ));
+        Ok(Host {
+            options,
+            sandbox,
+            registry,
+            dispatcher,
+        })
+    }
+
+    /// Serve MCP on stdin/stdout until the client closes stdin.
+    ///
+    /// # Errors
+    ///
+    /// The client closed the connection before starting a session, or the
+    /// transport failed.
+    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
+        let server = protocol::McpServer::new(Arc::clone(&self.dispatcher));
+        let running = match server.serve(stdio::LineTransport::stdio()).await {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                tracing::info!("client closed stdin before starting a session");
+                return Ok(());
+            }
+            Err(error) => return Err(error).context("MCP session failed to start"),
+        };
+        let reason = running.waiting().await.context("MCP session failed")?;
+        tracing::info!(?reason, "MCP session ended");
+        Ok(())
+    }
+}

@@ -1,0 +1,326 @@
+//! MCP over rmcp: the only module that knows the wire format.
+//!
+//! [`McpServer`] implements rmcp's `ServerHandler` by hand over the
+//! [`Dispatcher`] (no `#[tool_router]`: the tool set is only known at run
+//! time). One server value serves one connection; rmcp decides per
+//! connection whether the client speaks an initialize-era revision
+//! (2025-06-18, 2025-11-25) or the stateless 2026-07-28 one, and
+//! `ctx.protocol_version()` tells each request which.
+//!
+//! What this layer adds to rmcp:
+//! - `logging/setLevel` is remembered per connection (rmcp answers -32601
+//!   otherwise); 2026-07-28 requests carry their level in `_meta` instead,
+//!   and without one they get no log notifications.
+//! - A known method with malformed params gets -32602 rather than rmcp's
+//!   default -32601 (rmcp parses those into its catch-all variant).
+//! - Guest `log`/`progress` calls become notifications, forwarded by a task
+//!   that is drained before the response is returned, so nothing about a
+//!   request arrives after its response.
+
+#![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
+
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerInfo,
+    SetLevelRequestParams, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use tokio::sync::mpsc;
+
+use crate::catalog::ToolDescriptor;
+use crate::dispatch::{CallOutput, DispatchError, Dispatcher};
+use crate::sandbox::{Content, GuestEvent, LogLevel, ResourceBody};
+
+/// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
+/// reload can change the set at any moment and change notifications only
+/// reach clients that subscribed.
+pub const LIST_TTL_MS: u64 = 5_000;
+
+/// Serves MCP for one connection.
+#[derive(Clone)]
+pub struct McpServer {
+    dispatcher: Arc<Dispatcher>,
+    /// The level an initialize-era client asked for with `logging/setLevel`.
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+}
+
+impl McpServer {
+    /// A server for one connection over `dispatcher`.
+    pub fn new(dispatcher: Arc<Dispatcher>) -> Self {
+        McpServer {
+            dispatcher,
+            log_level: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The minimum level of guest log messages this request's client wants,
+    /// or `None` for none.
+    fn wanted_log_level(&self, ctx: &RequestContext<RoleServer>) -> Option<LogLevel> {
+        if is_stateless(ctx) {
+            // 2026-07-28: logging is opt-in per request, through `_meta`.
+            return ctx.meta.log_level().map(from_mcp_level);
+        }
+        // Initialize era: what `logging/setLevel` asked for, else `info` (the
+        // spec lets servers log before a level is set).
+        let level = self.log_level.lock().ok().and_then(|guard| *guard);
+        Some(level.map_or(LogLevel::Info, from_mcp_level))
+    }
+}
+
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerInfo {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .build();
+        ServerInfo::new(capabilities)
+            .with_server_info(Implementation::new("toolcage", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run as sandboxed WebAssembly components: each call can reach only \
+                 what the operator granted, under CPU, memory and time limits.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let tools = catalog
+            .tools
+            .values()
+            .map(|tool| to_mcp_tool(&tool.descriptor))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let catalog = self.dispatcher.registry().snapshot();
+        catalog.tools.get(name).map(|tool| to_mcp_tool(&tool.descriptor))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (events, forwarder) = EventForwarder::start(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.wanted_log_level(&ctx),
+        );
+        let result = self
+            .dispatcher
+            .call(&request.name, request.arguments, Some(events), &ctx.ct)
+            .await;
+        // The sink's last clone went with the call's store; wait until every
+        // notification it queued is written, so none trails the response.
+        let _ = forwarder.await;
+        match result {
+            Ok(output) => Ok(to_mcp_result(output).into()),
+            Err(error @ DispatchError::UnknownTool(_)) => Err(McpError::invalid_params(
+                format!("{error}; call tools/list for the available tools"),
+                None,
+            )),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(request.level);
+        }
+        Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // rmcp parses a known method whose params do not fit its type into
+        // this catch-all; the right answer for those is invalid params.
+        const KNOWN: &[&str] = &[
+            "initialize",
+            "ping",
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "logging/setLevel",
+            "subscriptions/listen",
+        ];
+        if KNOWN.contains(&request.method.as_str()) {
+            Err(McpError::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                request.params,
+            ))
+        } else {
+            Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: `{}`", request.method),
+                None,
+            ))
+        }
+    }
+}
+
+fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
+    let a = descriptor.annotations;
+    let mut annotations = ToolAnnotations::new()
+        .read_only(a.read_only)
+        .destructive(a.destructive)
+        .idempotent(a.idempotent)
+        .open_world(a.open_world);
+    if let Some(title) = &descriptor.title {
+        annotations.title = Some(title.clone());
+    }
+    let mut tool = Tool::new(
+        descriptor.name.clone(),
+        descriptor.description.clone(),
+        Arc::clone(&descriptor.input_schema),
+    )
+    .with_annotations(annotations);
+    if let Some(title) = &descriptor.title {
+        tool = tool.with_title(title.clone());
+    }
+    if let Some(schema) = &descriptor.output_schema {
+        tool = tool.with_raw_output_schema(Arc::clone(schema));
+    }
+    tool
+}
+
+/// Convert a dispatcher result to MCP's `CallToolResult`.
+pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    let content: Vec<ContentBlock> = output
+        .content
+        .into_iter()
+        .map(|item| match item {
+            Content::Text(text) => ContentBlock::text(text),
+            Content::Image { data, mime_type } => ContentBlock::image(b64(&data), mime_type),
+            Content::Audio { data, mime_type } => ContentBlock::audio(b64(&data), mime_type),
+            Content::Resource {
+                uri,
+                mime_type,
+                body,
+            } => {
+                let mut contents = match body {
+                    ResourceBody::Text(text) => ResourceContents::text(text, uri),
+                    ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), uri),
+                };
+                if let Some(mime) = mime_type {
+                    contents = contents.with_mime_type(mime);
+                }
+                ContentBlock::resource(contents)
+            }
+        })
+        .collect();
+    let mut result = if output.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = output.structured;
+    result
+}
+
+/// Turns a call's [`GuestEvent`]s into notifications to its client.
+struct EventForwarder;
+
+impl EventForwarder {
+    /// A sink for the sandbox and the task that drains it. The task ends
+    /// once every clone of the sink is dropped.
+    fn start(
+        peer: Peer<RoleServer>,
+        progress_token: Option<ProgressToken>,
+        min_level: Option<LogLevel>,
+    ) -> (crate::sandbox::EventSink, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<GuestEvent>();
+        let sink: crate::sandbox::EventSink = Arc::new(move |event| {
+            // The receiver lives until every sender is gone; an error here
+            // means the client went away, and the event is moot.
+            let _ = tx.send(event);
+        });
+        let task = tokio::spawn(async move {
+            let mut last_progress = f64::NEG_INFINITY;
+            while let Some(event) = rx.recv().await {
+                match event {
+                    GuestEvent::Log { level, message } => {
+                        if min_level.is_some_and(|min| level >= min) {
+                            let param = LoggingMessageNotificationParam::new(
+                                to_mcp_level(level),
+                                serde_json::Value::String(message),
+                            )
+                            .with_logger("tool");
+                            let _ = peer.notify_logging_message(param).await;
+                        }
+                    }
+                    GuestEvent::Progress {
+                        done,
+                        total,
+                        message,
+                    } => {
+                        // MCP requires progress to increase; drop reports
+                        // that do not.
+                        let Some(token) = &progress_token else { continue };
+                        if done <= last_progress {
+                            continue;
+                        }
+                        last_progress = done;
+                        let mut param = ProgressNotificationParam::new(token.clone(), done);
+                        param.total = total;
+                        param.message = message;
+                        let _ = peer.notify_progress(param).await;
+                    }
+                }
+            }
+        });
+        (sink, task)
+    }
+}
+
+fn to_mcp_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
+
+fn from_mcp_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}

@@ -1,0 +1,921 @@
+//! The sandbox: the only module that touches wasmtime.
+//!
+//! One [`Sandbox`] owns the `Engine` (pooling allocator, fuel metering, epoch
+//! interruption), the `Linker` (WASI 0.2 plus the `toolcage:tool/host`
+//! imports) and the on-disk compile cache. A component is compiled once
+//! ([`Sandbox::compile`]) and pre-instantiated once ([`Sandbox::prepare`]);
+//! every call then gets a fresh `Store` and instance built from the call's
+//! [`Limits`], as `wasmtime serve` does per request.
+//!
+//! Invariants:
+//! - Deny by default: each `WasiCtx` starts from `WasiCtxBuilder::new()`
+//!   (no preopens, no environment, no sockets, no stdin); only clocks and
+//!   random numbers work. Guest stdout and stderr go to bounded in-memory
+//!   buffers, never to the process's stdout (which, over stdio, is the
+//!   protocol).
+//! - Every call runs under fuel, a memory cap, a deadline and cancellation.
+//!   The epoch ticker makes running guests yield every [`EPOCH_TICK`], so the
+//!   deadline and cancellation (a `select!` around the call future) also stop
+//!   a guest that never calls the host; dropping the future discards the
+//!   store, which is never reused.
+//! - A trap never escapes as a panic: every failure is a [`CallFailure`].
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::config::{Limits, MAX_MEMORY_MIB};
+
+/// Host bindings generated from `guest-sdk/wit/tool.wit`.
+#[allow(missing_docs)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../guest-sdk/wit",
+        world: "tool-component",
+        exports: { default: async },
+    });
+}
+
+use bindings::toolcage::tool::host::Level as WitLevel;
+use bindings::toolcage::tool::types as wit;
+pub use bindings::ToolComponentPre;
+
+/// How often the epoch advances. Running guests yield to the async executor
+/// at every tick, so this bounds how late a deadline or a cancellation can
+/// be noticed, and how long a guest can hold a runtime thread.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// How much of a guest's stdout and of its stderr is kept per call. Past it,
+/// output is dropped (the guest does not notice).
+pub const CAPTURE_BYTES: usize = 64 * 1024;
+
+/// How many `log` calls one call may make; later ones are dropped, so a
+/// guest cannot flood the client.
+pub const MAX_LOG_MESSAGES: u32 = 1_000;
+
+/// Longest log message forwarded, in bytes; longer ones are truncated.
+pub const MAX_LOG_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// Instances beyond the call limit kept for loading (`describe`) while calls
+/// run.
+const LOAD_SLOTS: u32 = 16;
+
+/// Settings the engine is built with.
+#[derive(Debug, Clone)]
+pub struct SandboxSettings {
+    /// Calls that may run at once; sizes the instance pool.
+    pub max_concurrent_calls: u32,
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Owns the engine, the linker and the compile cache.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache_dir: Option<PathBuf>,
+    /// Key of everything that makes a compiled artefact valid besides the
+    /// input: the engine's settings and this build of toolcage.
+    engine_key: String,
+}
+
+impl Sandbox {
+    /// Build the engine and linker and start the epoch ticker.
+    ///
+    /// # Errors
+    ///
+    /// The engine configuration is rejected (for example, the host cannot
+    /// reserve the virtual memory for the instance pool).
+    pub fn new(settings: &SandboxSettings) -> anyhow::Result<Self> {
+        let mut config = wasmtime::Config::new();
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        // Guest stack (512 KiB) well inside the fiber stack (2 MiB) so a deep
+        // recursion is a clean stack-overflow trap, not a host crash.
+        config.max_wasm_stack(512 * 1024);
+        config.async_stack_size(2 * 1024 * 1024);
+
+        let slots = settings.max_concurrent_calls + LOAD_SLOTS;
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(slots);
+        // A Rust wasm32-wasip2 component holds a few core instances (the
+        // program, the WASI adapter, shims) and one or two memories.
+        pool.total_core_instances(slots * 8);
+        pool.total_memories(slots * 4);
+        pool.total_tables(slots * 4);
+        pool.max_memory_size(usize::try_from(MAX_MEMORY_MIB * 1024 * 1024)?);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+        let engine = Engine::new(&config)?;
+        let engine_key = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut hasher);
+            format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish())
+        };
+
+        let mut linker = Linker::<HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        bindings::ToolComponent::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| {
+            state
+        })?;
+
+        spawn_epoch_ticker(&engine);
+        Ok(Sandbox {
+            engine,
+            linker,
+            cache_dir: settings.cache_dir.clone(),
+            engine_key,
+        })
+    }
+
+    /// Compile `bytes` (whose SHA-256 is `digest`), from the cache when it
+    /// holds them. Blocking and CPU-heavy: run it on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// The bytes are not a component or do not compile.
+    pub fn compile(&self, bytes: &[u8], digest: &str) -> Result<Compiled, LoadError> {
+        check_component_header(bytes)?;
+        let cache_file = self
+            .cache_dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{digest}-{}.cwasm", self.engine_key)));
+        if let Some(path) = &cache_file {
+            if path.exists() {
+                // SAFETY: the cache directory is the operator's (created by
+                // toolcage, mode 0700); its files are artefacts we serialised
+                // with this exact engine configuration (the key in the name).
+                // A truncated or foreign file fails to deserialise, and we
+                // fall back to compiling.
+                match unsafe { Component::deserialize_file(&self.engine, path) } {
+                    Ok(component) => {
+                        return Ok(Compiled {
+                            component,
+                            from_cache: true,
+                        });
+                    }
+                    Err(error) => tracing::warn!(
+                        file = %path.display(),
+                        %error,
+                        "discarding unreadable compile-cache entry"
+                    ),
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|error| LoadError::Compile(format!("{error:#}")))?;
+        if let Some(path) = &cache_file {
+            if let Err(error) = write_cache(path, &component) {
+                tracing::warn!(file = %path.display(), %error, "cannot write compile cache");
+            }
+        }
+        Ok(Compiled {
+            component,
+            from_cache: false,
+        })
+    }
+
+    /// Link `component` against WASI and the host interface, once.
+    ///
+    /// # Errors
+    ///
+    /// The component imports something the host does not provide, or does
+    /// not export `toolcage:tool/tool@0.1.0`.
+    pub fn prepare(&self, component: &Component) -> Result<ToolComponentPre<HostState>, LoadError> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|error| LoadError::Link(format!("{error:#}")))?;
+        ToolComponentPre::new(pre).map_err(|error| LoadError::Contract(format!("{error:#}")))
+    }
+
+    /// Call `describe` in a fresh instance under `limits`.
+    ///
+    /// # Errors
+    ///
+    /// The call fails as a tool call can (trap, limits).
+    pub async fn describe(
+        &self,
+        pre: &ToolComponentPre<HostState>,
+        limits: &Limits,
+    ) -> Result<Vec<RawDescriptor>, CallFailure> {
+        let mut run = self.start(limits, None);
+        let cancel = CancellationToken::new();
+        let outcome = run
+            .run(limits, &cancel, async |store| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                instance.toolcage_tool_tool().call_describe(&mut *store).await
+            })
+            .await;
+        outcome.map(|descriptors| descriptors.into_iter().map(RawDescriptor::from).collect())
+    }
+
+    /// Run tool `name` of the component with `arguments` (JSON text) in a
+    /// fresh instance under `limits`, forwarding `log`/`progress` to `events`
+    /// and stopping when `cancel` fires.
+    pub async fn call(
+        &self,
+        pre: &ToolComponentPre<HostState>,
+        name: &str,
+        arguments: &str,
+        limits: &Limits,
+        events: Option<EventSink>,
+        cancel: &CancellationToken,
+    ) -> CallReport {
+        let started = Instant::now();
+        let mut run = self.start(limits, events);
+        let outcome = run
+            .run(limits, cancel, async |store| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                instance
+                    .toolcage_tool_tool()
+                    .call_call(&mut *store, name, arguments)
+                    .await
+            })
+            .await;
+        let outcome = outcome.and_then(|result| ToolResult::from_wit(result, limits));
+        CallReport {
+            outcome,
+            fuel_used: run.fuel_used,
+            peak_memory_bytes: run.peak_memory,
+            duration: started.elapsed(),
+            stdout: run.stdout.take(),
+            stderr: run.stderr.take(),
+        }
+    }
+
+    fn start(&self, limits: &Limits, events: Option<EventSink>) -> Run {
+        let stdout = Capture::new();
+        let stderr = Capture::new();
+        // Deny by default: no preopens, no env, no args, no sockets, stdin
+        // closed. Clocks and random numbers are on (WasiCtxBuilder default).
+        let wasi = WasiCtxBuilder::new()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .build();
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: CallLimiter {
+                memory_limit: limits.memory_bytes,
+                memory_used: 0,
+                memory_denied: false,
+            },
+            events,
+            log_messages: 0,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        Run {
+            store: Some(store),
+            stdout,
+            stderr,
+            fuel_used: 0,
+            peak_memory: 0,
+        }
+    }
+}
+
+/// A compiled component.
+pub struct Compiled {
+    /// The component.
+    pub component: Component,
+    /// Whether it came from the compile cache.
+    pub from_cache: bool,
+}
+
+/// One call in progress: the store and what is read back from it.
+struct Run {
+    store: Option<Store<HostState>>,
+    stdout: Capture,
+    stderr: Capture,
+    fuel_used: u64,
+    peak_memory: u64,
+}
+
+impl Run {
+    /// Run `body` on the store under the limits, mapping every way it can
+    /// fail to a [`CallFailure`].
+    async fn run<R>(
+        &mut self,
+        limits: &Limits,
+        cancel: &CancellationToken,
+        body: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallFailure> {
+        let Some(mut store) = self.store.take() else {
+            return Err(CallFailure::Trap("store already used".into()));
+        };
+        if let Err(error) = store.set_fuel(limits.fuel) {
+            return Err(CallFailure::Trap(format!("cannot set fuel: {error}")));
+        }
+        // Yield to the executor at every epoch tick, so the select! below
+        // regains control even from a guest spinning in a tight loop.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|_| Ok(wasmtime::UpdateDeadline::Yield(1)));
+
+        let deadline = Duration::from_millis(limits.deadline_ms);
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(CallFailure::Cancelled),
+            () = tokio::time::sleep(deadline) => Err(CallFailure::Deadline { limit_ms: limits.deadline_ms }),
+            result = body(&mut store) => result.map_err(|error| self.classify(error, &store, limits)),
+        };
+        self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        self.peak_memory = store.data().limiter.memory_used;
+        result
+    }
+
+    fn classify(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<HostState>,
+        limits: &Limits,
+    ) -> CallFailure {
+        let limiter = &store.data().limiter;
+        if limiter.memory_denied {
+            return CallFailure::Memory {
+                limit_bytes: limits.memory_bytes,
+            };
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => {
+                return CallFailure::Fuel {
+                    limit: limits.fuel,
+                };
+            }
+            Some(Trap::StackOverflow) => return CallFailure::StackOverflow,
+            _ => {}
+        }
+        if let Some(message) = panic_message(&self.stderr.peek()) {
+            return CallFailure::Panic(message);
+        }
+        CallFailure::Trap(format!("{error:#}"))
+    }
+}
+
+/// The Rust standard library's panic hook prints
+/// `thread '<name>' panicked at <file>:<line>:<col>:\n<message>` to stderr;
+/// take the message (and where) from the last such report.
+fn panic_message(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let start = text.rfind("panicked at ")?;
+    let report = &text[start + "panicked at ".len()..];
+    let (location, rest) = report.split_once(":\n")?;
+    let message: Vec<&str> = rest
+        .lines()
+        .take_while(|line| !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    Some(format!("{} (at {location})", message.join("\n").trim()))
+}
+
+/// Why a call (or `describe`) did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallFailure {
+    /// Ran out of fuel.
+    #[error("ran out of fuel (limit {limit})")]
+    Fuel {
+        /// The fuel it had.
+        limit: u64,
+    },
+    /// Ran past its wall-clock deadline.
+    #[error("exceeded its deadline (limit {limit_ms} ms)")]
+    Deadline {
+        /// The deadline.
+        limit_ms: u64,
+    },
+    /// Tried to grow its memory past the cap.
+    #[error("exceeded its memory limit (limit {} MiB)", limit_bytes / (1024 * 1024))]
+    Memory {
+        /// The cap.
+        limit_bytes: u64,
+    },
+    /// Recursed past the guest stack.
+    #[error("overflowed its stack (limit 512 KiB of WebAssembly stack)")]
+    StackOverflow,
+    /// Panicked; the message comes from its stderr.
+    #[error("panicked: {0}")]
+    Panic(String),
+    /// Trapped for another reason.
+    #[error("crashed: {0}")]
+    Trap(String),
+    /// Returned a result larger than the cap.
+    #[error("returned a result of {size} bytes, over the result size limit (limit {limit} bytes)")]
+    ResultTooLarge {
+        /// Its size.
+        size: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// Was cancelled by the client.
+    #[error("was cancelled")]
+    Cancelled,
+}
+
+/// Why a component could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The file is not a WebAssembly component at all.
+    #[error("{0}")]
+    NotAComponent(String),
+    /// Compilation failed.
+    #[error("failed to compile: {0}")]
+    Compile(String),
+    /// Imports something the sandbox does not provide.
+    #[error("cannot be linked: {0}")]
+    Link(String),
+    /// Does not export the toolcage contract.
+    #[error("does not export the toolcage contract `toolcage:tool/tool@0.1.0`: {0}")]
+    Contract(String),
+}
+
+/// The wasm binary header: magic, then version and layer. Core modules are
+/// version 1 layer 0; components are version 0xd layer 1.
+fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
+    match bytes {
+        [0, b'a', b's', b'm', 0x0d, 0, 1, 0, ..] => Ok(()),
+        [0, b'a', b's', b'm', 1, 0, 0, 0, ..] => Err(LoadError::NotAComponent(
+            "is a core WebAssembly module, not a component; build it for \
+             `wasm32-wasip2`, or wrap it with `wasm-tools component new`"
+                .into(),
+        )),
+        [0, b'a', b's', b'm', ..] => Err(LoadError::NotAComponent(
+            "is WebAssembly of an unsupported version or layer".into(),
+        )),
+        _ => Err(LoadError::NotAComponent(
+            "is not a WebAssembly component (no `\\0asm` header)".into(),
+        )),
+    }
+}
+
+/// Write a serialised component atomically: to a temporary file in the same
+/// folder, then rename, so a concurrent reader never sees half a file.
+fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let bytes = component.serialize()?;
+    let dir = path.parent().context("cache path has no folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to `{}`", path.display()))?;
+    Ok(())
+}
+
+/// Advance the engine's epoch every [`EPOCH_TICK`] until the engine is
+/// dropped.
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("toolcage-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(error) = spawned {
+        // Without the ticker, guests never yield; deadlines then only fire
+        // when a guest waits on the host. Loud, but not fatal.
+        tracing::error!(%error, "cannot start the epoch ticker thread");
+    }
+}
+
+/// Per-store state: WASI, the resource table, the limiter and where guest
+/// events go.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: CallLimiter,
+    events: Option<EventSink>,
+    log_messages: u32,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::toolcage::tool::types::Host for HostState {}
+
+impl bindings::toolcage::tool::host::Host for HostState {
+    fn log(&mut self, level: WitLevel, message: String) {
+        if self.log_messages >= MAX_LOG_MESSAGES {
+            return;
+        }
+        self.log_messages += 1;
+        let message = if self.log_messages == MAX_LOG_MESSAGES {
+            format!("{MAX_LOG_MESSAGES} log messages in one call; dropping the rest")
+        } else {
+            truncate(message, MAX_LOG_MESSAGE_BYTES)
+        };
+        let level = LogLevel::from(level);
+        tracing::debug!(?level, %message, "guest log");
+        if let Some(events) = &self.events {
+            events(GuestEvent::Log { level, message });
+        }
+    }
+
+    fn progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return;
+        }
+        if let Some(events) = &self.events {
+            events(GuestEvent::Progress {
+                done,
+                total,
+                message: message.map(|m| truncate(m, MAX_LOG_MESSAGE_BYTES)),
+            });
+        }
+    }
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("…");
+    }
+    text
+}
+
+/// Caps the total linear memory of one call and records the peak. Growth
+/// past the cap is refused (the guest sees `memory.grow` fail, which Rust
+/// turns into an allocation-failure abort); `memory_denied` lets the host
+/// name the limit instead of reporting a bare trap.
+struct CallLimiter {
+    memory_limit: u64,
+    memory_used: u64,
+    memory_denied: bool,
+}
+
+impl wasmtime::ResourceLimiter for CallLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let grow = (desired as u64).saturating_sub(current as u64);
+        let total = self.memory_used.saturating_add(grow);
+        if total > self.memory_limit {
+            self.memory_denied = true;
+            return Ok(false);
+        }
+        self.memory_used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Function tables in real tools hold a few thousand entries.
+        Ok(desired <= 1_000_000)
+    }
+
+    fn instances(&self) -> usize {
+        100
+    }
+
+    fn tables(&self) -> usize {
+        100
+    }
+
+    fn memories(&self) -> usize {
+        100
+    }
+}
+
+/// Bounded, shared capture of one guest output stream. Past
+/// [`CAPTURE_BYTES`] the bytes are dropped but reported as written, so a
+/// chatty guest neither fails nor fills the host's memory.
+#[derive(Clone)]
+struct Capture(Arc<std::sync::Mutex<CaptureBuf>>);
+
+#[derive(Default)]
+struct CaptureBuf {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+impl Capture {
+    fn new() -> Self {
+        Capture(Arc::new(std::sync::Mutex::new(CaptureBuf::default())))
+    }
+
+    fn peek(&self) -> Vec<u8> {
+        self.0.lock().map(|b| b.bytes.clone()).unwrap_or_default()
+    }
+
+    fn take(&self) -> CapturedOutput {
+        match self.0.lock() {
+            Ok(mut buf) => CapturedOutput {
+                bytes: std::mem::take(&mut buf.bytes),
+                dropped: buf.dropped,
+            },
+            Err(_) => CapturedOutput::default(),
+        }
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for Capture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for Capture {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if let Ok(mut buf) = self.0.lock() {
+            let room = CAPTURE_BYTES.saturating_sub(buf.bytes.len());
+            let keep = room.min(data.len());
+            buf.bytes.extend_from_slice(&data[..keep]);
+            buf.dropped += (data.len() - keep) as u64;
+        }
+        std::task::Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// What a guest wrote to one output stream during a call.
+#[derive(Debug, Clone, Default)]
+pub struct CapturedOutput {
+    /// The first [`CAPTURE_BYTES`] bytes.
+    pub bytes: Vec<u8>,
+    /// How many bytes past those were dropped.
+    pub dropped: u64,
+}
+
+/// Something a running guest sent the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestEvent {
+    /// A `log` call.
+    Log {
+        /// Its severity.
+        level: LogLevel,
+        /// Its text (bounded).
+        message: String,
+    },
+    /// A `progress` call.
+    Progress {
+        /// Work done so far.
+        done: f64,
+        /// Total work, if known.
+        total: Option<f64>,
+        /// A message, if any.
+        message: Option<String>,
+    },
+}
+
+/// Where a call's [`GuestEvent`]s go. Called on the runtime thread running
+/// the guest: it must not block.
+pub type EventSink = Arc<dyn Fn(GuestEvent) + Send + Sync>;
+
+/// Log severity, in increasing order (syslog levels, as MCP uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl From<WitLevel> for LogLevel {
+    fn from(level: WitLevel) -> Self {
+        match level {
+            WitLevel::Debug => LogLevel::Debug,
+            WitLevel::Info => LogLevel::Info,
+            WitLevel::Notice => LogLevel::Notice,
+            WitLevel::Warning => LogLevel::Warning,
+            WitLevel::Error => LogLevel::Error,
+            WitLevel::Critical => LogLevel::Critical,
+            WitLevel::Alert => LogLevel::Alert,
+            WitLevel::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+/// A descriptor as the component returned it, not yet validated.
+#[derive(Debug, Clone)]
+pub struct RawDescriptor {
+    /// Tool name.
+    pub name: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: String,
+    /// Input schema, JSON text.
+    pub input_schema: String,
+    /// Output schema, JSON text.
+    pub output_schema: Option<String>,
+    /// Hints.
+    pub annotations: Annotations,
+}
+
+/// Tool behaviour hints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl From<wit::Descriptor> for RawDescriptor {
+    fn from(d: wit::Descriptor) -> Self {
+        RawDescriptor {
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            input_schema: d.input_schema,
+            output_schema: d.output_schema,
+            annotations: Annotations {
+                read_only: d.annotations.read_only,
+                destructive: d.annotations.destructive,
+                idempotent: d.annotations.idempotent,
+                open_world: d.annotations.open_world,
+            },
+        }
+    }
+}
+
+/// The result of a call that ran to completion (it may still be an error
+/// result the tool chose to return).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// What the model reads.
+    pub content: Vec<Content>,
+    /// Structured output, JSON text, not yet parsed or checked.
+    pub structured: Option<String>,
+    /// The tool reported an error.
+    pub is_error: bool,
+}
+
+/// One content item of a result.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum Content {
+    Text(String),
+    Image { data: Vec<u8>, mime_type: String },
+    Audio { data: Vec<u8>, mime_type: String },
+    Resource {
+        uri: String,
+        mime_type: Option<String>,
+        body: ResourceBody,
+    },
+}
+
+/// The body of an embedded resource.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum ResourceBody {
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl ToolResult {
+    /// Convert from the guest's result, enforcing the result-size limit.
+    fn from_wit(result: wit::CallResult, limits: &Limits) -> Result<Self, CallFailure> {
+        let size: u64 = result
+            .content
+            .iter()
+            .map(|c| match c {
+                wit::Content::Text(t) => t.len(),
+                wit::Content::Image(m) | wit::Content::Audio(m) => m.data.len(),
+                wit::Content::Embedded(r) => {
+                    r.uri.len()
+                        + match &r.body {
+                            wit::ResourceBody::Text(t) => t.len(),
+                            wit::ResourceBody::Blob(b) => b.len(),
+                        }
+                }
+            } as u64)
+            .sum::<u64>()
+            + result.structured.as_ref().map_or(0, |s| s.len() as u64);
+        if size > limits.max_result_bytes {
+            return Err(CallFailure::ResultTooLarge {
+                size,
+                limit: limits.max_result_bytes,
+            });
+        }
+        let content = result
+            .content
+            .into_iter()
+            .map(|c| match c {
+                wit::Content::Text(text) => Content::Text(text),
+                wit::Content::Image(m) => Content::Image {
+                    data: m.data,
+                    mime_type: m.mime_type,
+                },
+                wit::Content::Audio(m) => Content::Audio {
+                    data: m.data,
+                    mime_type: m.mime_type,
+                },
+                wit::Content::Embedded(r) => Content::Resource {
+                    uri: r.uri,
+                    mime_type: r.mime_type,
+                    body: match r.body {
+                        wit::ResourceBody::Text(t) => ResourceBody::Text(t),
+                        wit::ResourceBody::Blob(b) => ResourceBody::Blob(b),
+                    },
+                },
+            })
+            .collect();
+        Ok(ToolResult {
+            content,
+            structured: result.structured,
+            is_error: result.is_error,
+        })
+    }
+}
+
+/// Everything known about one call once it ends.
+#[derive(Debug)]
+pub struct CallReport {
+    /// The result, or why there is none.
+    pub outcome: Result<ToolResult, CallFailure>,
+    /// Fuel consumed.
+    pub fuel_used: u64,
+    /// Peak linear memory, in bytes.
+    pub peak_memory_bytes: u64,
+    /// Wall-clock time, including instantiation.
+    pub duration: Duration,
+    /// The guest's stdout.
+    pub stdout: CapturedOutput,
+    /// The guest's stderr.
+    pub stderr: CapturedOutput,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_are_extracted() {
+        let stderr = b"\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: 42\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(
+            panic_message(stderr).as_deref(),
+            Some("boom: 42 (at src/lib.rs:10:5)")
+        );
+        assert_eq!(panic_message(b"nothing here"), None);
+    }
+
+    #[test]
+    fn headers_are_told_apart() {
+        assert!(check_component_header(b"\0asm\x0d\0\x01\0rest").is_ok());
+        let module = check_component_header(b"\0asm\x01\0\0\0").expect_err("module");
+        assert!(module.to_string().contains("core WebAssembly module"));
+        let garbage = check_component_header(b"hello").expect_err("garbage");
+        assert!(garbage.to_string().contains("not a WebAssembly component"));
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate("héllo".into(), 2), "h…");
+        assert_eq!(truncate("hi".into(), 2), "hi");
+    }
+}
