@@ -410,9 +410,9 @@ fn to_wit_content(content: Content) -> wit::Content {
 }
 
 #[doc(hidden)]
-pub use wit_tool::Guest as __Guest;
-#[doc(hidden)]
 pub use wit::{CallResult as __CallResult, Descriptor as __Descriptor};
+#[doc(hidden)]
+pub use wit_tool::Guest as __Guest;
 
 /// Export the listed tools (functions marked `#[tool]`) as this crate's
 /// component. Use it once per crate.
@@ -520,7 +520,9 @@ mod tests {
         if args.n > 1000 {
             return Err(format!("`{}` is too big", args.n));
         }
-        Ok(Doubled { doubled: args.n * 2 })
+        Ok(Doubled {
+            doubled: args.n * 2,
+        })
     }
 
     fn def() -> ToolDef {
@@ -541,13 +543,19 @@ mod tests {
             panic!("expected success");
         };
         assert_eq!(output.structured, Some(json!({"doubled": 42})));
-        assert_eq!(output.content, vec![Content::Text(r#"{"doubled":42}"#.into())]);
+        assert_eq!(
+            output.content,
+            vec![Content::Text(r#"{"doubled":42}"#.into())]
+        );
         assert_eq!(def().output_schema().expect("schema")["type"], "object");
     }
 
     #[test]
     fn err_is_an_error_with_the_display_text() {
-        assert_eq!(def().call(r#"{"n": 5000}"#), CallOutcome::Err("`5000` is too big".into()));
+        assert_eq!(
+            def().call(r#"{"n": 5000}"#),
+            CallOutcome::Err("`5000` is too big".into())
+        );
     }
 
     #[test]

@@ -351,9 +351,8 @@ fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ValidatedTool>, S
             None => None,
         };
         let compile = |kind: &str, schema: &Map<String, Value>| {
-            jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|error| {
-                format!("tool `{}` has an invalid {kind} schema: {error}", d.name)
-            })
+            jsonschema::validator_for(&Value::Object(schema.clone()))
+                .map_err(|error| format!("tool `{}` has an invalid {kind} schema: {error}", d.name))
         };
         let input_validator = compile("input", &input_schema)?;
         let output_validator = match &output_schema {
@@ -406,7 +405,9 @@ fn object_schema(tool: &str, kind: &str, text: &str) -> Result<Map<String, Value
     let value: Value = serde_json::from_str(text)
         .map_err(|error| format!("tool `{tool}` has an {kind} schema that is not JSON: {error}"))?;
     let Value::Object(map) = value else {
-        return Err(format!("tool `{tool}` has an {kind} schema that is not a JSON object"));
+        return Err(format!(
+            "tool `{tool}` has an {kind} schema that is not a JSON object"
+        ));
     };
     if map.get("type").and_then(Value::as_str) != Some("object") {
         return Err(format!(
@@ -419,11 +420,13 @@ fn object_schema(tool: &str, kind: &str, text: &str) -> Result<Map<String, Value
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        // Writing to a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            // Writing to a String cannot fail.
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]
@@ -473,8 +476,12 @@ mod tests {
         assert!(check(vec![raw("a", r#"{"type":"string"}"#, None)]).contains("root"));
         assert!(check(vec![raw("a", OBJ, Some("{}"))]).contains("output schema"));
         assert!(
-            check(vec![raw("a", r#"{"type":"object","minProperties":"x"}"#, None)])
-                .contains("invalid input schema")
+            check(vec![raw(
+                "a",
+                r#"{"type":"object","minProperties":"x"}"#,
+                None
+            )])
+            .contains("invalid input schema")
         );
     }
 

@@ -365,18 +365,33 @@ mod tests {
     #[test]
     fn errors_name_the_file_the_key_and_the_value() {
         let cases = [
-            ("[defaults]\nfuell = 1", &["/etc/toolcage/config.toml", "fuell"][..]),
-            ("[tools.spin]\nfuel = 0", &["`tools.spin.fuel` = 0", "at least 1"]),
-            ("[tools.\"a b\"]\nmemory_mib = 9999", &["`tools.\"a b\".memory_mib` = 9999"]),
+            (
+                "[defaults]\nfuell = 1",
+                &["/etc/toolcage/config.toml", "fuell"][..],
+            ),
+            (
+                "[tools.spin]\nfuel = 0",
+                &["`tools.spin.fuel` = 0", "at least 1"],
+            ),
+            (
+                "[tools.\"a b\"]\nmemory_mib = 9999",
+                &["`tools.\"a b\".memory_mib` = 9999"],
+            ),
             ("[defaults]\nfuel = \"lots\"", &["fuel", "lots"]),
             ("[defaults]\nfuel = -1", &["fuel"]),
-            ("[server]\nmax_concurrent_calls = 0", &["`server.max_concurrent_calls` = 0"]),
+            (
+                "[server]\nmax_concurrent_calls = 0",
+                &["`server.max_concurrent_calls` = 0"],
+            ),
             ("bogus = 1", &["bogus"]),
         ];
         for (text, needles) in cases {
             let error = parse(text).expect_err(text);
             for needle in needles {
-                assert!(error.contains(needle), "{text:?}: {error:?} lacks {needle:?}");
+                assert!(
+                    error.contains(needle),
+                    "{text:?}: {error:?} lacks {needle:?}"
+                );
             }
         }
     }

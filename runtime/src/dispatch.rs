@@ -168,8 +168,10 @@ fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
             }
         },
     };
-    if !result.is_error {
-        if let Some(validator) = &tool.output_validator {
+    if !result.is_error
+        && let Some(validator) = &tool.output_validator
+    {
+        {
             let Some(value) = &structured else {
                 return CallOutput::error(format!(
                     "tool `{name}` declares an output schema but returned no structured output"
@@ -197,7 +199,11 @@ fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Option<S
         .take(20)
         .map(|error| {
             let path = error.instance_path().to_string();
-            let path = if path.is_empty() { "(root)".to_owned() } else { path };
+            let path = if path.is_empty() {
+                "(root)".to_owned()
+            } else {
+                path
+            };
             format!("- {path}: {error}")
         })
         .collect();

@@ -74,7 +74,10 @@ struct Common {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("toolcage: cannot start the async runtime: {error}");
@@ -133,7 +136,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let host = Host::load(options(&common)?).await?;
             let events: toolcage::sandbox::EventSink = Arc::new(|event| match event {
                 GuestEvent::Log { level, message } => eprintln!("[{level:?}] {message}"),
-                GuestEvent::Progress { done, total, message } => eprintln!(
+                GuestEvent::Progress {
+                    done,
+                    total,
+                    message,
+                } => eprintln!(
                     "[progress] {done}{} {}",
                     total.map(|t| format!("/{t}")).unwrap_or_default(),
                     message.unwrap_or_default()
@@ -198,7 +205,9 @@ fn options(common: &Common) -> anyhow::Result<Options> {
 }
 
 fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
@@ -283,12 +292,17 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let digest = file.digest.as_deref().map(|d| &d[..12.min(d.len())]).unwrap_or("-");
+        let digest = file
+            .digest
+            .as_deref()
+            .map(|d| &d[..12.min(d.len())])
+            .unwrap_or("-");
         match &file.status {
             FileStatus::Loaded(entries) => {
                 writeln!(stdout, "\n{name}  (sha256 {digest}…)  loaded")?;
                 for entry in entries {
-                    let tool: Option<Arc<LoadedTool>> = catalog.tools.get(&entry.descriptor.name).cloned();
+                    let tool: Option<Arc<LoadedTool>> =
+                        catalog.tools.get(&entry.descriptor.name).cloned();
                     let summary = entry.descriptor.description.lines().next().unwrap_or("");
                     match &entry.shadowed_by {
                         None if tool.is_some() => {

@@ -42,6 +42,10 @@ use crate::sandbox::{Content, GuestEvent, LogLevel, ResourceBody};
 /// reach clients that subscribed.
 pub const LIST_TTL_MS: u64 = 5_000;
 
+/// How long to wait for one notification to be written. A client that
+/// stopped reading must not hold a finished call's response forever.
+const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Serves MCP for one connection.
 #[derive(Clone)]
 pub struct McpServer {
@@ -113,7 +117,10 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let catalog = self.dispatcher.registry().snapshot();
-        catalog.tools.get(name).map(|tool| to_mcp_tool(&tool.descriptor))
+        catalog
+            .tools
+            .get(name)
+            .map(|tool| to_mcp_tool(&tool.descriptor))
     }
 
     async fn call_tool(
@@ -272,7 +279,11 @@ impl EventForwarder {
                                 serde_json::Value::String(message),
                             )
                             .with_logger("tool");
-                            let _ = peer.notify_logging_message(param).await;
+                            let _ = tokio::time::timeout(
+                                NOTIFY_TIMEOUT,
+                                peer.notify_logging_message(param),
+                            )
+                            .await;
                         }
                     }
                     GuestEvent::Progress {
@@ -282,7 +293,9 @@ impl EventForwarder {
                     } => {
                         // MCP requires progress to increase; drop reports
                         // that do not.
-                        let Some(token) = &progress_token else { continue };
+                        let Some(token) = &progress_token else {
+                            continue;
+                        };
                         if done <= last_progress {
                             continue;
                         }
@@ -290,7 +303,8 @@ impl EventForwarder {
                         let mut param = ProgressNotificationParam::new(token.clone(), done);
                         param.total = total;
                         param.message = message;
-                        let _ = peer.notify_progress(param).await;
+                        let _ =
+                            tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_progress(param)).await;
                     }
                 }
             }

@@ -42,9 +42,9 @@ mod bindings {
     });
 }
 
+pub use bindings::ToolComponentPre;
 use bindings::toolcage::tool::host::Level as WitLevel;
 use bindings::toolcage::tool::types as wit;
-pub use bindings::ToolComponentPre;
 
 /// How often the epoch advances. Running guests yield to the async executor
 /// at every tick, so this bounds how late a deadline or a cancellation can
@@ -146,34 +146,33 @@ impl Sandbox {
             .cache_dir
             .as_ref()
             .map(|dir| dir.join(format!("{digest}-{}.cwasm", self.engine_key)));
-        if let Some(path) = &cache_file {
-            if path.exists() {
-                // SAFETY: the cache directory is the operator's (created by
-                // toolcage, mode 0700); its files are artefacts we serialised
-                // with this exact engine configuration (the key in the name).
-                // A truncated or foreign file fails to deserialise, and we
-                // fall back to compiling.
-                match unsafe { Component::deserialize_file(&self.engine, path) } {
-                    Ok(component) => {
-                        return Ok(Compiled {
-                            component,
-                            from_cache: true,
-                        });
-                    }
-                    Err(error) => tracing::warn!(
-                        file = %path.display(),
-                        %error,
-                        "discarding unreadable compile-cache entry"
-                    ),
+        if let Some(path) = cache_file.as_ref().filter(|path| path.exists()) {
+            // SAFETY: the cache directory is the operator's (created by
+            // toolcage, mode 0700); its files are artefacts we serialised
+            // with this exact engine configuration (the key in the name).
+            // A truncated or foreign file fails to deserialise, and we
+            // fall back to compiling.
+            match unsafe { Component::deserialize_file(&self.engine, path) } {
+                Ok(component) => {
+                    return Ok(Compiled {
+                        component,
+                        from_cache: true,
+                    });
                 }
+                Err(error) => tracing::warn!(
+                    file = %path.display(),
+                    %error,
+                    "discarding unreadable compile-cache entry"
+                ),
             }
         }
+
         let component = Component::new(&self.engine, bytes)
             .map_err(|error| LoadError::Compile(format!("{error:#}")))?;
-        if let Some(path) = &cache_file {
-            if let Err(error) = write_cache(path, &component) {
-                tracing::warn!(file = %path.display(), %error, "cannot write compile cache");
-            }
+        if let Some(path) = &cache_file
+            && let Err(error) = write_cache(path, &component)
+        {
+            tracing::warn!(file = %path.display(), %error, "cannot write compile cache");
         }
         Ok(Compiled {
             component,
@@ -210,7 +209,10 @@ impl Sandbox {
         let outcome = run
             .run(limits, &cancel, async |store| {
                 let instance = pre.instantiate_async(&mut *store).await?;
-                instance.toolcage_tool_tool().call_describe(&mut *store).await
+                instance
+                    .toolcage_tool_tool()
+                    .call_describe(&mut *store)
+                    .await
             })
             .await;
         outcome.map(|descriptors| descriptors.into_iter().map(RawDescriptor::from).collect())
@@ -343,19 +345,31 @@ impl Run {
                 limit_bytes: limits.memory_bytes,
             };
         }
+        let full = format!("{error:?}");
+        tracing::debug!(error = %full, "guest trapped");
         match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => {
-                return CallFailure::Fuel {
-                    limit: limits.fuel,
-                };
+                return CallFailure::Fuel { limit: limits.fuel };
             }
             Some(Trap::StackOverflow) => return CallFailure::StackOverflow,
+            // Rust and C keep most of their stack in linear memory, growing
+            // down from a fixed size; overflowing it wraps the stack pointer
+            // below zero, and the first store faults near the top of the
+            // 32-bit space.
+            Some(Trap::MemoryOutOfBounds) if full.contains("wasm address 0xffff") => {
+                return CallFailure::StackOverflow;
+            }
             _ => {}
         }
         if let Some(message) = panic_message(&self.stderr.peek()) {
             return CallFailure::Panic(message);
         }
-        CallFailure::Trap(format!("{error:#}"))
+        // The model gets the trap itself, not the wasm backtrace (that
+        // stays in the debug log).
+        match error.downcast_ref::<Trap>() {
+            Some(trap) => CallFailure::Trap(trap.to_string()),
+            None => CallFailure::Trap(error.to_string()),
+        }
     }
 }
 
@@ -396,7 +410,7 @@ pub enum CallFailure {
         limit_bytes: u64,
     },
     /// Recursed past the guest stack.
-    #[error("overflowed its stack (limit 512 KiB of WebAssembly stack)")]
+    #[error("overflowed its stack (unbounded or too deep recursion)")]
     StackOverflow,
     /// Panicked; the message comes from its stderr.
     #[error("panicked: {0}")]
@@ -456,10 +470,20 @@ fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// Write a serialised component atomically: to a temporary file in the same
 /// folder, then rename, so a concurrent reader never sees half a file.
 fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+
     use anyhow::Context as _;
     let bytes = component.serialize()?;
     let dir = path.parent().context("cache path has no folder")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
+    if !dir.is_dir() {
+        // Private: a compiled artefact is trusted native code, so nobody else
+        // may plant one here.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating `{}`", dir.display()))?;
+    }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing `{}`", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to `{}`", path.display()))?;
@@ -546,7 +570,7 @@ fn truncate(mut text: String, max: usize) -> String {
             end -= 1;
         }
         text.truncate(end);
-        text.push_str("…");
+        text.push('…');
     }
     text
 }
@@ -800,8 +824,14 @@ pub struct ToolResult {
 #[allow(missing_docs)]
 pub enum Content {
     Text(String),
-    Image { data: Vec<u8>, mime_type: String },
-    Audio { data: Vec<u8>, mime_type: String },
+    Image {
+        data: Vec<u8>,
+        mime_type: String,
+    },
+    Audio {
+        data: Vec<u8>,
+        mime_type: String,
+    },
     Resource {
         uri: String,
         mime_type: Option<String>,

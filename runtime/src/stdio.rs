@@ -72,7 +72,9 @@ impl LineTransport {
                     continue;
                 }
                 let reply = match serde_json::from_slice::<Value>(text) {
-                    Err(error) => error_reply(Value::Null, -32700, &format!("parse error: {error}")),
+                    Err(error) => {
+                        error_reply(Value::Null, -32700, &format!("parse error: {error}"))
+                    }
                     Ok(value) => {
                         let id = value.get("id").cloned().unwrap_or(Value::Null);
                         match serde_json::from_value::<ClientJsonRpcMessage>(value) {
@@ -138,7 +140,11 @@ async fn read_line(
         }
         reader.consume(used);
         if done {
-            return Ok(if too_long { LineRead::TooLong } else { LineRead::Line });
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
         }
     }
 }

@@ -55,7 +55,11 @@ impl Parse for ToolOptions {
                 (Meta::Path(_), "idempotent") => options.idempotent = true,
                 (Meta::Path(_), "open_world") => options.open_world = true,
                 (Meta::NameValue(nv), "name" | "title" | "description") => {
-                    let Expr::Lit(ExprLit { lit: Lit::Str(value), .. }) = &nv.value else {
+                    let Expr::Lit(ExprLit {
+                        lit: Lit::Str(value),
+                        ..
+                    }) = &nv.value
+                    else {
                         return Err(syn::Error::new_spanned(
                             &nv.value,
                             format!("`{key}` takes a string literal"),
@@ -166,12 +170,19 @@ fn doc_comment(function: &ItemFn) -> String {
         .filter(|attr| attr.path().is_ident("doc"))
         .filter_map(|attr| match &attr.meta {
             Meta::NameValue(nv) => match &nv.value {
-                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(s), ..
+                }) => Some(s.value()),
                 _ => None,
             },
             _ => None,
         })
-        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_owned())
+        .map(|line| {
+            line.strip_prefix(' ')
+                .unwrap_or(&line)
+                .trim_end()
+                .to_owned()
+        })
         .collect();
     lines.join("\n").trim().to_owned()
 }

@@ -1,0 +1,188 @@
+//! Test-only tools that misbehave on purpose, one way each, plus a few
+//! well-behaved probes (`echo`, `slow`) the tests use to observe the host.
+//! Never ship these.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use toolcage_guest::{JsonSchema, Output, export, tool};
+
+/// Spin forever without calling the host. Only fuel (or the deadline) stops it.
+#[tool]
+fn spin() -> Result<Output, String> {
+    let mut x: u64 = 0;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+/// Allocate memory without bound, touching every page.
+#[tool]
+fn grow_memory() -> Result<Output, String> {
+    let mut hoard: Vec<Vec<u8>> = Vec::new();
+    loop {
+        hoard.push(vec![1u8; 1024 * 1024]);
+        std::hint::black_box(&hoard);
+    }
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)] // the point of the tool
+fn recurse_in_linear_memory(depth: u64, pad: [u64; 16]) -> u64 {
+    // The array lives on the shadow stack in linear memory.
+    let pad = std::hint::black_box(pad);
+    recurse_in_linear_memory(depth + 1, pad) + pad[(depth % 16) as usize]
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)] // the point of the tool
+fn recurse_natively(depth: u64) -> u64 {
+    // Scalars only: every frame is on the WebAssembly stack itself.
+    std::hint::black_box(recurse_natively(std::hint::black_box(depth + 1))) + 1
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RecurseArgs {
+    /// `native` (WebAssembly stack) or `linear` (the stack Rust keeps in
+    /// linear memory).
+    stack: String,
+}
+
+/// Recurse without bound until the stack overflows.
+#[tool]
+fn recurse(args: RecurseArgs) -> Result<Output, String> {
+    let depth = match args.stack.as_str() {
+        "native" => recurse_natively(0),
+        _ => recurse_in_linear_memory(0, [1; 16]),
+    };
+    Ok(Output::text(depth.to_string()))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PanicArgs {
+    /// The panic message.
+    message: String,
+}
+
+/// Panic with the given message.
+#[tool]
+fn panic(args: PanicArgs) -> Result<Output, String> {
+    panic!("{}", args.message);
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct HugeArgs {
+    /// Size of the text result in MiB.
+    mib: usize,
+}
+
+/// Return a text result of the given size.
+#[tool]
+fn huge_result(args: HugeArgs) -> Result<Output, String> {
+    Ok(Output::text("x".repeat(args.mib * 1024 * 1024)))
+}
+
+/// Write to stdout (which must never reach the protocol stream), to stderr,
+/// then answer normally.
+#[tool]
+fn chatty() -> Result<Output, String> {
+    println!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"forged by the guest\"}}");
+    print!("no newline at the end");
+    for i in 0..10_000 {
+        println!("line {i} of stdout noise");
+        eprintln!("line {i} of stderr noise");
+    }
+    Ok(Output::text("chatty done"))
+}
+
+/// Sleep forever (a blocking host call, not a loop).
+#[tool]
+fn sleep_forever() -> Result<Output, String> {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowArgs {
+    /// How long to sleep, in milliseconds.
+    ms: u64,
+}
+
+/// When a call ran, in nanoseconds since the Unix epoch.
+#[derive(Serialize, JsonSchema)]
+struct Interval {
+    start_ns: u64,
+    end_ns: u64,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Sleep for `ms` milliseconds and report when the call started and ended,
+/// so a test can tell how many calls overlapped.
+#[tool]
+fn slow(args: SlowArgs) -> Result<Interval, String> {
+    let start_ns = now_ns();
+    std::thread::sleep(Duration::from_millis(args.ms));
+    Ok(Interval {
+        start_ns,
+        end_ns: now_ns(),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EchoArgs {
+    /// Text to echo back.
+    text: String,
+    /// How many progress reports to send first.
+    #[serde(default)]
+    progress_steps: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Echoed {
+    text: String,
+    /// Environment variables the tool can see.
+    env_count: usize,
+    /// Whether `/` can be listed.
+    sees_root: bool,
+}
+
+/// Echo `text` back, logging at each level and reporting progress, and say
+/// how much of the host the tool can see.
+#[tool(read_only)]
+fn echo(args: EchoArgs) -> Result<Echoed, String> {
+    toolcage_guest::debug!("debug: {}", args.text);
+    toolcage_guest::info!("info: {}", args.text);
+    toolcage_guest::warn!("warning: {}", args.text);
+    for step in 1..=args.progress_steps {
+        toolcage_guest::progress(
+            f64::from(step),
+            Some(f64::from(args.progress_steps)),
+            Some(&format!("step {step}")),
+        );
+    }
+    Ok(Echoed {
+        text: args.text,
+        env_count: std::env::vars().count(),
+        sees_root: std::fs::read_dir("/").is_ok(),
+    })
+}
+
+export!(
+    spin,
+    grow_memory,
+    recurse,
+    panic,
+    huge_result,
+    chatty,
+    sleep_forever,
+    slow,
+    echo
+);

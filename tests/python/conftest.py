@@ -1,0 +1,201 @@
+"""Shared helpers: start the real `toolcage` binary over stdio in a temp dir
+and talk to it with the official MCP Python SDK, in either protocol era.
+
+Environment (set by tests/run):
+  TOOLCAGE_BIN     the toolcage binary under test
+  TOOLCAGE_GUESTS  the folder with the built guest components (*.wasm)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+BIN = Path(os.environ.get("TOOLCAGE_BIN", "target/debug/toolcage")).resolve()
+GUESTS = Path(os.environ.get("TOOLCAGE_GUESTS", "target/wasm32-wasip2/debug")).resolve()
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+ERAS = [LEGACY, MODERN]
+
+# Guest crate name -> the file name it gets in a tools folder.
+GUEST_FILES = {
+    "time": "time_tool.wasm",
+    "misbehave": "misbehave.wasm",
+    "bad-describe": "bad_describe.wasm",
+    "liar": "liar.wasm",
+}
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    """One compile cache for the whole run: tests need not recompile."""
+    return tmp_path_factory.mktemp("compile-cache")
+
+
+@dataclass
+class Setup:
+    """A tools folder, a config file and where the server's stderr goes."""
+
+    root: Path
+    cache_dir: Path
+    tools_dir: Path = field(init=False)
+    config: Path = field(init=False)
+    stderr_path: Path = field(init=False)
+
+    def __post_init__(self):
+        self.tools_dir = self.root / "tools"
+        self.tools_dir.mkdir()
+        self.config = self.root / "config.toml"
+        self.config.write_text("")
+        self.stderr_path = self.root / "server.stderr"
+
+    def add(self, guest: str, as_name: str | None = None) -> Path:
+        src = GUESTS / GUEST_FILES[guest]
+        dst = self.tools_dir / (as_name or GUEST_FILES[guest])
+        shutil.copyfile(src, dst)
+        return dst
+
+    def write_config(self, text: str) -> None:
+        self.config.write_text(text)
+
+    def args(self, command: str = "serve") -> list[str]:
+        return [
+            command,
+            "--tools",
+            str(self.tools_dir),
+            "--config",
+            str(self.config),
+            "--cache-dir",
+            str(self.cache_dir),
+        ]
+
+    def params(self) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=str(BIN),
+            args=self.args(),
+            env={"TOOLCAGE_LOG": "info,toolcage=debug,rmcp=warn"},
+        )
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text() if self.stderr_path.exists() else ""
+
+    def run(self, *args: str, command: str = "list", check: bool = False):
+        """Run a one-shot CLI command (`list`, `call`)."""
+        return subprocess.run(
+            [str(BIN), *self.args(command), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=check,
+        )
+
+
+@pytest.fixture
+def setup(tmp_path, cache_dir) -> Setup:
+    return Setup(tmp_path, cache_dir)
+
+
+@asynccontextmanager
+async def session(s: Setup, era: str, **kwargs):
+    """An MCP session with the server in `s`, negotiated in `era`: the
+    2025-11-25 initialize handshake, or 2026-07-28 discovery (stateless, the
+    version in every request's `_meta`)."""
+    kwargs.setdefault("read_timeout_seconds", 120)
+    with open(s.stderr_path, "a") as errlog:
+        async with stdio_client(s.params(), errlog=errlog) as (read, write):
+            async with ClientSession(read, write, **kwargs) as client:
+                if era == MODERN:
+                    await client.discover()
+                    assert client.initialize_result is None
+                else:
+                    await client.initialize()
+                    assert client.discover_result is None
+                assert client.protocol_version == era
+                yield client
+
+
+def text_of(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+class RawServer:
+    """The binary on raw pipes, for what an SDK would not send: malformed
+    lines, wrong shapes. Every stdout line is checked to be JSON-RPC."""
+
+    def __init__(self, s: Setup):
+        self.stderr = open(s.stderr_path, "a")
+        self.proc = subprocess.Popen(
+            [str(BIN), *s.args()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env={**os.environ, "TOOLCAGE_LOG": "info,rmcp=warn"},
+        )
+        self.lines: list[str] = []
+
+    def send(self, line) -> None:
+        if not isinstance(line, str):
+            line = json.dumps(line)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        """The next stdout line, which must be one JSON-RPC message."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "server closed stdout"
+        self.lines.append(line.decode())
+        message = json.loads(line)
+        assert message.get("jsonrpc") == "2.0", line
+        return message
+
+    def read_response(self, request_id) -> dict:
+        """Read until the response to `request_id`, skipping notifications."""
+        while True:
+            message = self.read()
+            if message.get("id") == request_id and ("result" in message or "error" in message):
+                return message
+
+    def initialize(self, version: str = LEGACY) -> dict:
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw-test", "version": "0"},
+                },
+            }
+        )
+        reply = self.read_response("init")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def close(self) -> str:
+        """Close stdin, wait for exit, and check every remaining stdout line."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read().decode()
+        self.proc.wait(timeout=30)
+        self.stderr.close()
+        for line in rest.splitlines():
+            message = json.loads(line)
+            assert message.get("jsonrpc") == "2.0", line
+        return rest

@@ -1,0 +1,131 @@
+"""The command line: `list`, `call`, `--help`, config errors, the compile
+cache, and components that must be rejected at load while others serve."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import BIN, ERAS, session, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+def test_help_everywhere():
+    for args in [["--help"], ["serve", "--help"], ["list", "--help"], ["call", "--help"]]:
+        out = subprocess.run([str(BIN), *args], capture_output=True, text=True, check=True).stdout
+        assert "Usage: toolcage" in out
+    assert "--json" in subprocess.run([str(BIN), "list", "--help"], capture_output=True, text=True).stdout
+
+
+def test_call_prints_the_result_and_sets_the_exit_code(setup):
+    setup.add("time")
+    ok = setup.run("convert_timezone", '{"time":"2026-01-01T00:00:00Z","timezone":"Asia/Tokyo"}', command="call")
+    assert ok.returncode == 0, ok.stderr
+    result = json.loads(ok.stdout)
+    assert result["structuredContent"]["converted"]["datetime"] == "2026-01-01T09:00:00+09:00"
+
+    bad = setup.run("get_current_time", '{"timezone":"Nowhere/Else"}', command="call")
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["isError"] is True
+
+    unknown = setup.run("nope", command="call")
+    assert unknown.returncode == 2 and "unknown tool `nope`" in unknown.stderr
+
+    not_object = setup.run("get_current_time", "[1]", command="call")
+    assert not_object.returncode == 2 and "JSON object" in not_object.stderr
+
+
+def test_broken_components_are_skipped_with_a_reason_and_the_rest_serve(setup):
+    setup.add("time")
+    setup.add("bad-describe")
+    (setup.tools_dir / "garbage.wasm").write_bytes(b"definitely not wasm")
+    (setup.tools_dir / "core-module.wasm").write_bytes(b"\0asm\x01\0\0\0")
+    (setup.tools_dir / "half.wasm").write_bytes((setup.tools_dir / "time_tool.wasm").read_bytes()[:5000])
+    (setup.tools_dir / "notes.txt").write_text("not a tool, ignored")
+
+    listing = setup.run("--json")
+    assert listing.returncode == 0, listing.stderr
+    files = {f["file"].rsplit("/", 1)[1]: f for f in json.loads(listing.stdout)["files"]}
+    assert "notes.txt" not in files
+    assert files["time_tool.wasm"]["status"] == "loaded"
+    assert len(files["time_tool.wasm"]["digest"]) == 64
+    tools = {t["name"]: t for t in files["time_tool.wasm"]["tools"]}
+    assert tools["convert_timezone"]["inputSchema"]["type"] == "object"
+    assert tools["convert_timezone"]["status"] == "served"
+
+    reasons = {name: f["error"] for name, f in files.items() if f["status"] == "failed"}
+    assert set(reasons) == {"bad_describe.wasm", "garbage.wasm", "core-module.wasm", "half.wasm"}
+    assert "tool name `not a valid name!`" in reasons["bad_describe.wasm"]
+    assert "not a WebAssembly component" in reasons["garbage.wasm"]
+    assert "core WebAssembly module" in reasons["core-module.wasm"]
+    assert "failed to compile" in reasons["half.wasm"]
+
+    text = setup.run()
+    assert "FAILED" in text.stdout and "convert_timezone" in text.stdout
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_server_serves_the_good_tools_next_to_broken_ones(setup, era):
+    setup.add("time")
+    setup.add("bad-describe")
+    (setup.tools_dir / "garbage.wasm").write_bytes(b"nope")
+    async with session(setup, era) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"get_current_time", "convert_timezone"}
+        assert not (await client.call_tool("get_current_time", {})).is_error
+    assert "bad_describe.wasm" in setup.stderr() and "skipping tool component" in setup.stderr()
+
+
+def test_duplicate_tool_names_are_resolved_by_file_name_and_reported(setup):
+    setup.add("time", as_name="b-time.wasm")
+    setup.add("time", as_name="a-time.wasm")
+    files = {f["file"].rsplit("/", 1)[1]: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    assert all(t["status"] == "served" for t in files["a-time.wasm"]["tools"])
+    shadowed = files["b-time.wasm"]["tools"]
+    assert all(t["status"] == "shadowed" for t in shadowed)
+    assert all(t["shadowedBy"].endswith("a-time.wasm") for t in shadowed)
+    assert "SHADOWED by" in setup.run().stdout
+
+
+@pytest.mark.parametrize(
+    "config,needles",
+    [
+        ("[defaults]\nfuell = 5\n", ["config.toml", "fuell"]),
+        ("[tools.spin]\nfuel = 0\n", ["config.toml", "`tools.spin.fuel` = 0", "at least 1"]),
+        ("[defaults]\nmemory_mib = 99999\n", ["`defaults.memory_mib` = 99999"]),
+        ("[defaults]\ndeadline_ms = \"soon\"\n", ["deadline_ms", "soon"]),
+        ("this is = = not toml", ["config.toml"]),
+    ],
+)
+def test_config_errors_name_the_file_key_and_value(setup, config, needles):
+    setup.add("time")
+    setup.write_config(config)
+    result = setup.run()
+    assert result.returncode == 2
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+def test_limits_come_from_the_config(setup):
+    setup.add("misbehave")
+    setup.write_config("[defaults]\nfuel = 1000\n[tools.echo]\nfuel = 100000000\n")
+    spin = setup.run("slow", '{"ms": 1}', command="call")
+    assert spin.returncode == 1 and "ran out of fuel (limit 1000)" in spin.stdout
+    echo = setup.run("echo", '{"text": "x"}', command="call")
+    assert echo.returncode == 0, echo.stdout
+
+
+def test_a_restart_uses_the_compile_cache(setup, tmp_path):
+    setup.cache_dir = tmp_path / "fresh-cache"
+    setup.add("time")
+    first = setup.run("get_current_time", command="call")
+    assert first.returncode == 0 and "cached=false" in first.stderr
+    assert list(setup.cache_dir.glob("*.cwasm"))
+    second = setup.run("get_current_time", command="call")
+    assert second.returncode == 0 and "cached=true" in second.stderr
+    # A corrupted cache entry is discarded, not trusted.
+    for entry in setup.cache_dir.glob("*.cwasm"):
+        entry.write_bytes(b"corrupt")
+    third = setup.run("get_current_time", command="call")
+    assert third.returncode == 0 and "discarding unreadable compile-cache entry" in third.stderr
