@@ -1,4 +1,4 @@
-//! Write [toolcage] tools in Rust.
+//! Write toolcage tools in Rust.
 //!
 //! A tool is a plain function from a typed argument struct to a
 //! `Result<T, E>`. The `#[tool]` attribute turns it into an MCP tool:
@@ -60,8 +60,6 @@
 //!
 //! For results that are not structured (an image, a mix of content), return
 //! [`Output`] instead of a serialisable type.
-//!
-//! [toolcage]: https://github.com/toolcage/toolcage
 
 use std::fmt::Display;
 
