@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-use crate::config::Config;
+use crate::config::{Config, Limits};
 use crate::sandbox::{Annotations, HostState, RawDescriptor, Sandbox, ToolComponentPre};
 
 /// One loaded component file.
@@ -243,7 +243,7 @@ pub async fn load_file(sandbox: &Arc<Sandbox>, path: &Path) -> FileLoad {
     };
     // `describe` runs under the default limits: it should be cheap, and a
     // file cannot choose its own limits.
-    let raw = match sandbox.describe(&pre, &Config::default().defaults).await {
+    let raw = match sandbox.describe(&pre, &Limits::default()).await {
         Ok(raw) => raw,
         Err(error) => return fail(format!("`describe` {error}"), from_cache),
     };

@@ -48,10 +48,108 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Server-wide settings.
     pub server: ServerSettings,
-    /// Limits for tools without an override.
-    pub defaults: Limits,
+    /// Policy for tools without an override.
+    pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
-    pub tools: BTreeMap<String, Limits>,
+    pub tools: BTreeMap<String, Policy>,
+}
+
+/// What one tool may reach and consume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Per-call limits.
+    pub limits: Limits,
+    /// Host directories the tool may reach (before narrowing by the client's
+    /// roots). Empty: no files at all.
+    pub roots: Vec<Grant>,
+}
+
+/// A directory granted to a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Absolute, lexically normalised host path; also the path the tool
+    /// sees, so paths a model sees in the client work unchanged.
+    pub path: PathBuf,
+    /// Read-only or read-write.
+    pub mode: Mode,
+}
+
+/// Access mode of a granted directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read files and list directories only.
+    ReadOnly,
+    /// Also create, write, rename and delete.
+    ReadWrite,
+}
+
+impl Mode {
+    /// `ro` or `rw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "ro",
+            Mode::ReadWrite => "rw",
+        }
+    }
+}
+
+impl Grant {
+    /// Parse a command-line grant, `PATH`, `PATH:ro` or `PATH:rw` (read-only
+    /// when no mode is given), resolving relative paths against `cwd`.
+    ///
+    /// # Errors
+    ///
+    /// The path does not exist or is not a directory.
+    pub fn parse_flag(text: &str, cwd: &Path) -> Result<Grant, String> {
+        let (path, mode) = match text.rsplit_once(':') {
+            Some((path, "ro")) => (path, Mode::ReadOnly),
+            Some((path, "rw")) => (path, Mode::ReadWrite),
+            _ => (text, Mode::ReadOnly),
+        };
+        Grant::new(Path::new(path), mode, cwd)
+    }
+
+    /// A grant of `path` (`~` expanded, relative to `base`), checked to be an
+    /// existing directory.
+    ///
+    /// # Errors
+    ///
+    /// The path does not exist or is not a directory.
+    pub fn new(path: &Path, mode: Mode, base: &Path) -> Result<Grant, String> {
+        let expanded = expand_tilde(path);
+        let absolute = if expanded.is_absolute() {
+            expanded
+        } else {
+            base.join(expanded)
+        };
+        let path = normalize(&absolute);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(Grant { path, mode }),
+            Ok(_) => Err(format!("root `{}` is not a directory", path.display())),
+            Err(error) => Err(format!("root `{}` cannot be used: {error}", path.display())),
+        }
+    }
+}
+
+/// `path` with `.` removed and `..` applied lexically (never above `/`).
+/// Symlinks are not resolved: the sandbox, not this function, decides what a
+/// path can reach.
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push("/");
+    }
+    out
 }
 
 /// Server-wide settings.
@@ -98,16 +196,31 @@ impl Default for Config {
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             },
-            defaults: Limits::default(),
+            defaults: Policy::default(),
             tools: BTreeMap::new(),
         }
     }
 }
 
 impl Config {
+    /// The policy of tool `name`.
+    pub fn policy_for(&self, name: &str) -> &Policy {
+        self.tools.get(name).unwrap_or(&self.defaults)
+    }
+
     /// The limits that apply to tool `name`.
     pub fn limits_for(&self, name: &str) -> Limits {
-        self.tools.get(name).copied().unwrap_or(self.defaults)
+        self.policy_for(name).limits
+    }
+
+    /// Grant `grant` to every tool (`serve --root`), in addition to what the
+    /// file grants.
+    pub fn grant_to_all(&mut self, grant: Grant) {
+        for policy in std::iter::once(&mut self.defaults).chain(self.tools.values_mut()) {
+            if !policy.roots.contains(&grant) {
+                policy.roots.push(grant.clone());
+            }
+        }
     }
 
     /// Read and validate the file at `path`.
@@ -163,14 +276,16 @@ impl Config {
 
         let defaults = raw
             .defaults
-            .apply(Limits::default())
-            .map_err(|(key, value, reason)| invalid(format!("defaults.{key}"), value, reason))?;
+            .apply(&Policy::default(), base)
+            .map_err(|(key, value, reason)| invalid(format!("defaults.{key}"), value, &reason))?;
         let mut tools = BTreeMap::new();
         for (name, overrides) in raw.tools {
-            let limits = overrides.apply(defaults).map_err(|(key, value, reason)| {
-                invalid(format!("tools.{}.{key}", toml_key(&name)), value, reason)
-            })?;
-            tools.insert(name, limits);
+            let policy = overrides
+                .apply(&defaults, base)
+                .map_err(|(key, value, reason)| {
+                    invalid(format!("tools.{}.{key}", toml_key(&name)), value, &reason)
+                })?;
+            tools.insert(name, policy);
         }
         Ok(Config {
             source: Some(path.to_owned()),
@@ -225,9 +340,9 @@ struct RawConfig {
     #[serde(default)]
     server: RawServer,
     #[serde(default)]
-    defaults: RawLimits,
+    defaults: RawPolicy,
     #[serde(default)]
-    tools: BTreeMap<String, RawLimits>,
+    tools: BTreeMap<String, RawPolicy>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -238,25 +353,71 @@ struct RawServer {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawLimits {
+struct RawPolicy {
     fuel: Option<u64>,
     deadline_ms: Option<u64>,
     memory_mib: Option<u64>,
     max_result_kib: Option<u64>,
     max_concurrent: Option<u32>,
+    roots: Option<Vec<RawRoot>>,
 }
 
-type FieldError = (&'static str, String, &'static str);
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoot {
+    path: PathBuf,
+    #[serde(default)]
+    mode: Option<String>,
+}
 
-impl RawLimits {
-    /// These overrides applied over `base`, each checked against its range.
-    fn apply(&self, base: Limits) -> Result<Limits, FieldError> {
+type FieldError = (String, String, String);
+
+impl RawPolicy {
+    /// These overrides applied over `base`: limits one by one, `roots` as a
+    /// whole (a tool's own list replaces the default list).
+    fn apply(&self, base: &Policy, dir: &Path) -> Result<Policy, FieldError> {
+        let limits = self
+            .limits(base.limits)
+            .map_err(|(key, value, reason)| (key.to_owned(), value, reason.to_owned()))?;
+        let roots = match &self.roots {
+            None => base.roots.clone(),
+            Some(raw) => {
+                let mut roots = Vec::with_capacity(raw.len());
+                for (i, root) in raw.iter().enumerate() {
+                    let mode = match root.mode.as_deref() {
+                        None | Some("ro" | "read-only") => Mode::ReadOnly,
+                        Some("rw" | "read-write") => Mode::ReadWrite,
+                        Some(other) => {
+                            return Err((
+                                format!("roots[{i}].mode"),
+                                format!("{other:?}"),
+                                "must be \"ro\" or \"rw\"".into(),
+                            ));
+                        }
+                    };
+                    let grant = Grant::new(&root.path, mode, dir).map_err(|reason| {
+                        (
+                            format!("roots[{i}].path"),
+                            format!("{:?}", root.path.display().to_string()),
+                            format!("is invalid: {reason}"),
+                        )
+                    })?;
+                    roots.push(grant);
+                }
+                roots
+            }
+        };
+        Ok(Policy { limits, roots })
+    }
+
+    /// The limit overrides applied over `base`, each checked against its range.
+    fn limits(&self, base: Limits) -> Result<Limits, (&'static str, String, &'static str)> {
         fn check(
             key: &'static str,
             value: Option<u64>,
             range: std::ops::RangeInclusive<u64>,
             reason: &'static str,
-        ) -> Result<Option<u64>, FieldError> {
+        ) -> Result<Option<u64>, (&'static str, String, &'static str)> {
             match value {
                 Some(v) if !range.contains(&v) => Err((key, v.to_string(), reason)),
                 other => Ok(other),
@@ -338,7 +499,7 @@ mod tests {
     #[test]
     fn empty_file_gives_the_defaults() {
         let config = parse("").expect("valid");
-        assert_eq!(config.defaults, Limits::default());
+        assert_eq!(config.defaults, Policy::default());
         assert_eq!(config.limits_for("anything"), Limits::default());
     }
 
@@ -360,6 +521,84 @@ mod tests {
         let config = parse("tools_dir = \"tools\"\ncache_dir = \"/var/cache/x\"").expect("valid");
         assert_eq!(config.tools_dir, Some(PathBuf::from("/etc/toolcage/tools")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/var/cache/x")));
+    }
+
+    #[test]
+    fn roots_are_checked_resolved_and_replaced_per_tool() {
+        let dir = std::env::temp_dir().join(format!("toolcage-config-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).expect("mkdir");
+        std::fs::write(dir.join("file"), "").expect("write");
+        let config_path = dir.join("config.toml");
+        let parse = |text: &str| Config::parse(text, &config_path).map_err(|e| e.to_string());
+
+        let config = parse(
+            "[defaults]\nroots = [{ path = \"data\" }, { path = \"./data/../data\", mode = \"rw\" }]\n\
+             [tools.writer]\nroots = [{ path = \"data\", mode = \"rw\" }]\n[tools.nothing]\nroots = []\n",
+        )
+        .expect("valid");
+        let data = dir.join("data");
+        assert_eq!(
+            config.defaults.roots,
+            [
+                Grant {
+                    path: data.clone(),
+                    mode: Mode::ReadOnly
+                },
+                Grant {
+                    path: data.clone(),
+                    mode: Mode::ReadWrite
+                },
+            ]
+        );
+        assert_eq!(
+            config.policy_for("writer").roots,
+            [Grant {
+                path: data.clone(),
+                mode: Mode::ReadWrite
+            }]
+        );
+        assert!(config.policy_for("nothing").roots.is_empty());
+        assert_eq!(config.policy_for("other").roots.len(), 2);
+
+        for (text, needle) in [
+            (
+                "[defaults]\nroots = [{ path = \"missing\" }]",
+                "`defaults.roots[0].path`",
+            ),
+            (
+                "[defaults]\nroots = [{ path = \"file\" }]",
+                "is not a directory",
+            ),
+            (
+                "[tools.x]\nroots = [{ path = \"data\", mode = \"rwx\" }]",
+                "`tools.x.roots[0].mode` = \"rwx\"",
+            ),
+            (
+                "[defaults]\nroots = [{ path = \"data\", bogus = 1 }]",
+                "bogus",
+            ),
+        ] {
+            let error = parse(text).expect_err(text);
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn flag_grants_parse_their_mode() {
+        let tmp = std::env::temp_dir();
+        let grant =
+            Grant::parse_flag(&format!("{}:rw", tmp.display()), Path::new("/")).expect("ok");
+        assert_eq!(grant.mode, Mode::ReadWrite);
+        let grant = Grant::parse_flag(&tmp.display().to_string(), Path::new("/")).expect("ok");
+        assert_eq!(grant.mode, Mode::ReadOnly);
+        assert!(Grant::parse_flag("/no/such/dir:ro", Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Path::new("/a/./b/../c/")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!
 //! This module knows nothing of MCP's wire format; `protocol` converts.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{LoadedTool, Registry};
 use crate::config::Config;
-use crate::sandbox::{CapturedOutput, Content, EventSink, Sandbox, ToolResult};
+use crate::roots::effective_roots;
+use crate::sandbox::{CallSpec, CapturedOutput, Content, EventSink, Sandbox, ToolResult};
 
 /// Runs calls against the current catalog.
 pub struct Dispatcher {
@@ -27,6 +29,18 @@ pub struct Dispatcher {
     registry: Arc<Registry>,
     config: Arc<Config>,
     permits: Arc<Semaphore>,
+}
+
+/// Who is calling: where guest events go, the client's cancellation, and
+/// the client's roots.
+pub struct CallContext<'a> {
+    /// Where the guest's log and progress go.
+    pub events: Option<EventSink>,
+    /// Fires when the client cancels the call.
+    pub cancel: &'a CancellationToken,
+    /// The client's roots, if it declared the capability; they narrow the
+    /// tool's grants.
+    pub client_roots: Option<&'a [PathBuf]>,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -87,9 +101,13 @@ impl Dispatcher {
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
-        events: Option<EventSink>,
-        cancel: &CancellationToken,
+        context: CallContext<'_>,
     ) -> Result<CallOutput, DispatchError> {
+        let CallContext {
+            events,
+            cancel,
+            client_roots,
+        } = context;
         let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
             return Err(DispatchError::UnknownTool(name.to_owned()));
         };
@@ -100,7 +118,9 @@ impl Dispatcher {
                 "arguments do not match the input schema of tool `{name}`:\n{problems}"
             )));
         }
-        let limits = self.config.limits_for(name);
+        let policy = self.config.policy_for(name);
+        let limits = policy.limits;
+        let roots = effective_roots(&policy.roots, client_roots);
 
         // Permits are released when these guards drop, at the end of the call.
         let _global = tokio::select! {
@@ -112,16 +132,18 @@ impl Dispatcher {
             () = cancel.cancelled() => return Ok(CallOutput::error(format!("call of tool `{name}` was cancelled"))),
         };
         let started = Instant::now();
+        let arguments = arguments.to_string();
         let report = self
             .sandbox
-            .call(
-                &tool.component.pre,
+            .call(CallSpec {
+                pre: &tool.component.pre,
                 name,
-                &arguments.to_string(),
-                &limits,
+                arguments: &arguments,
+                limits: &limits,
+                roots: &roots,
                 events,
                 cancel,
-            )
+            })
             .await;
         log_guest_output(name, "stdout", &report.stdout);
         log_guest_output(name, "stderr", &report.stderr);

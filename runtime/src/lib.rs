@@ -10,6 +10,8 @@
 //! - [`catalog`]: loads the tools folder into an immutable
 //!   [`catalog::Catalog`] (descriptors validated, schemas compiled, name
 //!   clashes resolved); the [`catalog::Registry`] holds the current one.
+//! - [`roots`]: a call's effective roots: the tool's grants narrowed by the
+//!   client's roots.
 //! - [`dispatch`]: one call, end to end: argument validation, permits, the
 //!   sandboxed run, output checks, the audit record.
 //! - [`protocol`]: the MCP handler over rmcp; the only module that knows
@@ -25,6 +27,7 @@ pub mod catalog;
 pub mod config;
 pub mod dispatch;
 pub mod protocol;
+pub mod roots;
 pub mod sandbox;
 pub mod stdio;
 

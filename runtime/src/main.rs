@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolcage::catalog::{FileStatus, LoadedTool};
-use toolcage::config::{Config, expand_tilde};
+use toolcage::config::{Config, Grant, expand_tilde};
+use toolcage::dispatch::CallContext;
 use toolcage::sandbox::GuestEvent;
 use toolcage::{Host, Options};
 
@@ -69,6 +70,10 @@ struct Common {
     /// Do not read or write the compile cache.
     #[arg(long)]
     no_cache: bool,
+    /// Grant every tool this directory, read-only unless `:rw` is given
+    /// (repeatable): `--root ~/project:rw --root /data`.
+    #[arg(long, value_name = "PATH[:ro|:rw]")]
+    root: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -147,11 +152,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
             });
             let cancel = CancellationToken::new();
-            let output = match host
-                .dispatcher
-                .call(&tool, Some(arguments), Some(events), &cancel)
-                .await
-            {
+            let context = CallContext {
+                events: Some(events),
+                cancel: &cancel,
+                client_roots: None,
+            };
+            let output = match host.dispatcher.call(&tool, Some(arguments), context).await {
                 Ok(output) => output,
                 Err(error) => bail!("{error}; `toolcage list` shows the available tools"),
             };
@@ -177,10 +183,16 @@ fn options(common: &Common) -> anyhow::Result<Options> {
             .map(|dir| dir.join("toolcage/config.toml"))
             .filter(|path| path.is_file()),
     };
-    let config = match &config_path {
+    let mut config = match &config_path {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    for flag in &common.root {
+        let grant =
+            Grant::parse_flag(flag, &cwd).map_err(|e| anyhow::anyhow!("--root {flag}: {e}"))?;
+        config.grant_to_all(grant);
+    }
     let tools_dir = match (&common.tools, &config.tools_dir) {
         (Some(dir), _) => expand_tilde(dir),
         (None, Some(dir)) => dir.clone(),

@@ -19,6 +19,7 @@
 
 #![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -29,12 +30,13 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerInfo,
     SetLevelRequestParams, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
 use crate::catalog::ToolDescriptor;
-use crate::dispatch::{CallOutput, DispatchError, Dispatcher};
+use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher};
+use crate::roots::file_uri_path;
 use crate::sandbox::{Content, GuestEvent, LogLevel, ResourceBody};
 
 /// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
@@ -46,12 +48,19 @@ pub const LIST_TTL_MS: u64 = 5_000;
 /// stopped reading must not hold a finished call's response forever.
 const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long to wait for the client to answer `roots/list`.
+const ROOTS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves MCP for one connection.
 #[derive(Clone)]
 pub struct McpServer {
     dispatcher: Arc<Dispatcher>,
     /// The level an initialize-era client asked for with `logging/setLevel`.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The client's roots, once asked; `None` until then and after
+    /// `notifications/roots/list_changed`. An async mutex: a call waits
+    /// while the roots are being fetched, so it never runs on stale roots.
+    client_roots: Arc<tokio::sync::Mutex<Option<Vec<PathBuf>>>>,
 }
 
 impl McpServer {
@@ -60,6 +69,52 @@ impl McpServer {
         McpServer {
             dispatcher,
             log_level: Arc::new(Mutex::new(None)),
+            client_roots: Arc::new(tokio::sync::Mutex::new(None)),
+        }
+    }
+
+    /// The client's roots, asking it with `roots/list` when not known yet;
+    /// `None` when the client does not declare the roots capability (or
+    /// speaks 2026-07-28, where roots are deprecated): the grants apply as
+    /// configured. If the client declares roots but cannot say what they
+    /// are, the answer is no roots at all: narrowing fails closed.
+    async fn client_roots(&self, peer: &Peer<RoleServer>, stateless: bool) -> Option<Vec<PathBuf>> {
+        if stateless {
+            return None;
+        }
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !declared {
+            return None;
+        }
+        let mut cached = self.client_roots.lock().await;
+        if let Some(roots) = cached.as_ref() {
+            return Some(roots.clone());
+        }
+        match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
+            Ok(Ok(result)) => {
+                let mut roots = Vec::with_capacity(result.roots.len());
+                for root in result.roots {
+                    match file_uri_path(&root.uri) {
+                        Some(path) => roots.push(path),
+                        None => {
+                            tracing::warn!(uri = %root.uri, "ignoring a client root that is not a local file:// URI")
+                        }
+                    }
+                }
+                tracing::info!(roots = ?roots, "client roots");
+                *cached = Some(roots.clone());
+                Some(roots)
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the client declares roots but roots/list failed; granting no files");
+                Some(Vec::new())
+            }
+            Err(_) => {
+                tracing::warn!("the client did not answer roots/list; granting no files");
+                Some(Vec::new())
+            }
         }
     }
 
@@ -128,6 +183,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let client_roots = self.client_roots(&ctx.peer, is_stateless(&ctx)).await;
         let (events, forwarder) = EventForwarder::start(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
@@ -135,7 +191,15 @@ impl ServerHandler for McpServer {
         );
         let result = self
             .dispatcher
-            .call(&request.name, request.arguments, Some(events), &ctx.ct)
+            .call(
+                &request.name,
+                request.arguments,
+                CallContext {
+                    events: Some(events),
+                    cancel: &ctx.ct,
+                    client_roots: client_roots.as_deref(),
+                },
+            )
             .await;
         // The sink's last clone went with the call's store; wait until every
         // notification it queued is written, so none trails the response.
@@ -147,6 +211,16 @@ impl ServerHandler for McpServer {
                 None,
             )),
         }
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        // Learn the roots early, so the first call does not wait for them.
+        let _ = self.client_roots(&ctx.peer, false).await;
+    }
+
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        *self.client_roots.lock().await = None;
+        let _ = self.client_roots(&ctx.peer, false).await;
     }
 
     async fn set_level(

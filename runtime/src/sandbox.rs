@@ -9,8 +9,8 @@
 //!
 //! Invariants:
 //! - Deny by default: each `WasiCtx` starts from `WasiCtxBuilder::new()`
-//!   (no preopens, no environment, no sockets, no stdin); only clocks and
-//!   random numbers work. Guest stdout and stderr go to bounded in-memory
+//!   (no environment, no sockets, no stdin) and preopens only the call's
+//!   effective roots (see `roots`), read-only ones read-only. Guest stdout and stderr go to bounded in-memory
 //!   buffers, never to the process's stdout (which, over stdio, is the
 //!   protocol).
 //! - Every call runs under fuel, a memory cap, a deadline and cancellation.
@@ -28,9 +28,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::config::{Limits, MAX_MEMORY_MIB};
+use crate::config::{Limits, MAX_MEMORY_MIB, Mode};
+use crate::roots::EffectiveRoot;
 
 /// Host bindings generated from `guest-sdk/wit/tool.wit`.
 #[allow(missing_docs)]
@@ -204,7 +205,7 @@ impl Sandbox {
         pre: &ToolComponentPre<HostState>,
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
-        let mut run = self.start(limits, None);
+        let mut run = self.start(limits, &[], None);
         let cancel = CancellationToken::new();
         let outcome = run
             .run(limits, &cancel, async |store| {
@@ -218,20 +219,19 @@ impl Sandbox {
         outcome.map(|descriptors| descriptors.into_iter().map(RawDescriptor::from).collect())
     }
 
-    /// Run tool `name` of the component with `arguments` (JSON text) in a
-    /// fresh instance under `limits`, forwarding `log`/`progress` to `events`
-    /// and stopping when `cancel` fires.
-    pub async fn call(
-        &self,
-        pre: &ToolComponentPre<HostState>,
-        name: &str,
-        arguments: &str,
-        limits: &Limits,
-        events: Option<EventSink>,
-        cancel: &CancellationToken,
-    ) -> CallReport {
+    /// Run one call in a fresh instance; see [`CallSpec`].
+    pub async fn call(&self, spec: CallSpec<'_>) -> CallReport {
+        let CallSpec {
+            pre,
+            name,
+            arguments,
+            limits,
+            roots,
+            events,
+            cancel,
+        } = spec;
         let started = Instant::now();
-        let mut run = self.start(limits, events);
+        let mut run = self.start(limits, roots, events);
         let outcome = run
             .run(limits, cancel, async |store| {
                 let instance = pre.instantiate_async(&mut *store).await?;
@@ -252,15 +252,20 @@ impl Sandbox {
         }
     }
 
-    fn start(&self, limits: &Limits, events: Option<EventSink>) -> Run {
+    fn start(&self, limits: &Limits, roots: &[EffectiveRoot], events: Option<EventSink>) -> Run {
         let stdout = Capture::new();
         let stderr = Capture::new();
-        // Deny by default: no preopens, no env, no args, no sockets, stdin
-        // closed. Clocks and random numbers are on (WasiCtxBuilder default).
-        let wasi = WasiCtxBuilder::new()
-            .stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .build();
+        // Deny by default: no env, no args, no sockets, stdin closed; files
+        // only under the effective roots. Clocks and random numbers are on
+        // (WasiCtxBuilder's default).
+        let mut builder = WasiCtxBuilder::new();
+        builder.stdout(stdout.clone()).stderr(stderr.clone());
+        for root in roots {
+            if let Err(error) = preopen(&mut builder, root) {
+                tracing::warn!(root = %root.path.display(), %error, "cannot open root; the call runs without it");
+            }
+        }
+        let wasi = builder.build();
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
@@ -282,6 +287,58 @@ impl Sandbox {
             peak_memory: 0,
         }
     }
+}
+
+/// Preopen `root` at its own absolute path. A root narrower than its grant
+/// is opened beneath the grant (no `..`, no symlink out) and handed to
+/// wasmtime as `/proc/self/fd/N`, which names the opened directory itself,
+/// so nothing can be swapped between the check and the open.
+fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result<()> {
+    use std::os::fd::AsRawFd as _;
+
+    let guest_path = root
+        .path
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the path is not UTF-8"))?;
+    let perms = match root.mode {
+        Mode::ReadOnly => FsPerms::ReadOnly,
+        Mode::ReadWrite => FsPerms::ReadWrite,
+    };
+    let relative = root.relative();
+    if relative.as_os_str().is_empty() {
+        builder.preopened_dir(&root.grant, guest_path, perms)?;
+        return Ok(());
+    }
+    let grant =
+        cap_primitives::fs::open_ambient_dir(&root.grant, cap_primitives::ambient_authority())?;
+    let dir = cap_primitives::fs::open_dir(&grant, relative)?;
+    builder.preopened_dir(
+        format!("/proc/self/fd/{}", dir.as_raw_fd()),
+        guest_path,
+        perms,
+    )?;
+    // `dir` closes here; wasmtime holds its own descriptor of the directory.
+    Ok(())
+}
+
+/// One call: run tool `name` of the component `pre` with `arguments` (JSON
+/// text) under `limits`, with `roots` preopened, forwarding `log`/`progress`
+/// to `events`, stopping when `cancel` fires.
+pub struct CallSpec<'a> {
+    /// The pre-linked component.
+    pub pre: &'a ToolComponentPre<HostState>,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The arguments, a JSON object as text.
+    pub arguments: &'a str,
+    /// The limits.
+    pub limits: &'a Limits,
+    /// The effective roots.
+    pub roots: &'a [EffectiveRoot],
+    /// Where guest events go.
+    pub events: Option<EventSink>,
+    /// Cancellation.
+    pub cancel: &'a CancellationToken,
 }
 
 /// A compiled component.

@@ -32,6 +32,8 @@ GUEST_FILES = {
     "misbehave": "misbehave.wasm",
     "bad-describe": "bad_describe.wasm",
     "liar": "liar.wasm",
+    "greet": "greet.wasm",
+    "fs": "fs_tool.wasm",
 }
 
 

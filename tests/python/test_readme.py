@@ -5,10 +5,8 @@ import json
 import re
 from pathlib import Path
 
-from conftest import GUEST_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
-GUEST_FILES["greet"] = "greet.wasm"
 
 
 def test_the_readme_example_is_the_tested_guest():

@@ -175,7 +175,34 @@ fn echo(args: EchoArgs) -> Result<Echoed, String> {
     })
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct SymlinkArgs {
+    /// What the link points to (any text; it need not exist).
+    target: String,
+    /// Where to create the link.
+    link: String,
+}
+
+/// Create a symbolic link, as a hostile tool would to try to escape its roots.
+#[tool]
+fn make_symlink(args: SymlinkArgs) -> Result<Output, String> {
+    // Straight through WASI (`symlink-at` on the preopen holding the link),
+    // as hostile code would, not through any helper that might check.
+    let link = std::path::Path::new(&args.link);
+    for (dir, root) in wasi::filesystem::preopens::get_directories() {
+        if let Ok(relative) = link.strip_prefix(&root) {
+            let relative = relative.to_str().ok_or("link path is not UTF-8")?;
+            return dir
+                .symlink_at(&args.target, relative)
+                .map(|()| Output::text("created"))
+                .map_err(|e| format!("symlink failed: {e:?}"));
+        }
+    }
+    Err(format!("`{}` is under no preopened directory", args.link))
+}
+
 export!(
+    make_symlink,
     spin,
     grow_memory,
     recurse,

@@ -1,0 +1,199 @@
+//! Effective roots: what a call may reach on disk.
+//!
+//! The operator grants directories per tool (the config, `serve --root`). A
+//! client that declares the roots capability narrows them: the effective
+//! roots of a call are the intersections of each grant with each client
+//! root, with the grant's mode. A client root outside every grant grants
+//! nothing (and is logged); a client without the capability, or on a
+//! revision without roots (2026-07-28), gets the grants as configured.
+//!
+//! Each effective root is preopened at its own absolute path, so a path the
+//! model sees in the client works unchanged inside the tool.
+//!
+//! Invariant: a root narrower than its grant is opened *beneath* the grant
+//! (cap-primitives resolves each component and refuses to leave the grant
+//! through `..` or a symlink), never by its path from `/`. A tool with
+//! write access to the grant could otherwise swap a directory for a symlink
+//! between calls and have the next call's root opened outside.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{Grant, Mode, normalize};
+
+/// One directory a call may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveRoot {
+    /// The grant it comes from.
+    pub grant: PathBuf,
+    /// The directory itself: the grant, or a directory beneath it. Also the
+    /// path the tool sees.
+    pub path: PathBuf,
+    /// The grant's mode.
+    pub mode: Mode,
+}
+
+impl EffectiveRoot {
+    /// The path of this root relative to its grant (empty for the grant
+    /// itself).
+    pub fn relative(&self) -> &Path {
+        self.path.strip_prefix(&self.grant).unwrap_or(Path::new(""))
+    }
+}
+
+/// The effective roots of a call: `grants` narrowed by `client_roots` when
+/// the client declared them (`None`: it did not).
+pub fn effective_roots(grants: &[Grant], client_roots: Option<&[PathBuf]>) -> Vec<EffectiveRoot> {
+    let Some(client_roots) = client_roots else {
+        return grants
+            .iter()
+            .map(|grant| EffectiveRoot {
+                grant: grant.path.clone(),
+                path: grant.path.clone(),
+                mode: grant.mode,
+            })
+            .collect();
+    };
+    let mut roots: Vec<EffectiveRoot> = Vec::new();
+    for client_root in client_roots {
+        let mut inside_any = false;
+        for grant in grants {
+            let path = if client_root.starts_with(&grant.path) {
+                client_root.clone()
+            } else if grant.path.starts_with(client_root) {
+                grant.path.clone()
+            } else {
+                continue;
+            };
+            inside_any = true;
+            let root = EffectiveRoot {
+                grant: grant.path.clone(),
+                path,
+                mode: grant.mode,
+            };
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+        if !inside_any {
+            tracing::warn!(
+                root = %client_root.display(),
+                "client root is outside every granted directory; it grants nothing"
+            );
+        }
+    }
+    roots
+}
+
+/// The path of a `file://` URI (percent-decoded, lexically normalised), or
+/// `None` for other schemes, remote hosts, relative or undecodable paths.
+pub fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file:///path` or `file://localhost/path`; other hosts are not ours.
+    let path = if rest.starts_with('/') {
+        rest
+    } else {
+        rest.strip_prefix("localhost")?
+    };
+    let path = path.split(['?', '#']).next()?;
+    let decoded = percent_decode(path)?;
+    if decoded.contains('\0') || !decoded.starts_with('/') {
+        return None;
+    }
+    Some(normalize(Path::new(&decoded)))
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(path: &str, mode: Mode) -> Grant {
+        Grant {
+            path: PathBuf::from(path),
+            mode,
+        }
+    }
+
+    fn paths(roots: &[EffectiveRoot]) -> Vec<(String, Mode)> {
+        roots
+            .iter()
+            .map(|r| (r.path.display().to_string(), r.mode))
+            .collect()
+    }
+
+    #[test]
+    fn without_client_roots_the_grants_apply() {
+        let grants = [
+            grant("/srv/a", Mode::ReadWrite),
+            grant("/srv/b", Mode::ReadOnly),
+        ];
+        assert_eq!(
+            paths(&effective_roots(&grants, None)),
+            [
+                ("/srv/a".into(), Mode::ReadWrite),
+                ("/srv/b".into(), Mode::ReadOnly)
+            ]
+        );
+    }
+
+    #[test]
+    fn client_roots_narrow_and_never_widen() {
+        let grants = [
+            grant("/srv/a", Mode::ReadWrite),
+            grant("/srv/b", Mode::ReadOnly),
+        ];
+        let client = [
+            PathBuf::from("/srv/a/project"), // inside a grant: narrows it
+            PathBuf::from("/srv"),           // contains both grants: the grants
+            PathBuf::from("/etc"),           // outside: nothing
+            PathBuf::from("/srv/ab"),        // a sibling with a shared prefix: nothing
+        ];
+        assert_eq!(
+            paths(&effective_roots(&grants, Some(&client))),
+            [
+                ("/srv/a/project".into(), Mode::ReadWrite),
+                ("/srv/a".into(), Mode::ReadWrite),
+                ("/srv/b".into(), Mode::ReadOnly),
+            ]
+        );
+        assert!(effective_roots(&grants, Some(&[])).is_empty());
+        let narrowed = &effective_roots(&grants, Some(&client[..1]))[0];
+        assert_eq!(narrowed.relative(), Path::new("project"));
+    }
+
+    #[test]
+    fn file_uris() {
+        assert_eq!(
+            file_uri_path("file:///home/me/a%20b"),
+            Some(PathBuf::from("/home/me/a b"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/x/./y/../z"),
+            Some(PathBuf::from("/x/z"))
+        );
+        assert_eq!(
+            file_uri_path("file:///a/../../etc"),
+            Some(PathBuf::from("/etc"))
+        );
+        assert_eq!(file_uri_path("https://example.com/"), None);
+        assert_eq!(file_uri_path("file://server/share"), None);
+        assert_eq!(file_uri_path("file:///bad%zz"), None);
+        assert_eq!(file_uri_path("file:///nul%00"), None);
+    }
+}

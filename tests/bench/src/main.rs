@@ -1,0 +1,596 @@
+//! `toolcage-bench`: measures a real MCP server process over stdio.
+//!
+//! It spawns the server command given after `--`, speaks raw
+//! newline-delimited JSON-RPC to it (`initialize` with protocol version
+//! `2025-11-25`, `notifications/initialized`, then requests) and times what
+//! the server does. The client is deliberately minimal and runs on one
+//! thread (each request is pre-encoded, one `write` per batch, one JSON
+//! parse per reply) so that it is not the bottleneck, and it needs no
+//! Python.
+//!
+//! Three benchmarks, each over several runs with a fresh server per run:
+//!
+//! - `latency`: sequential `tools/call`s (send, wait for the reply, send the
+//!   next) after a warm-up; per run p50/p90/p99/max in microseconds and
+//!   calls/s, then the median across runs of each.
+//! - `throughput`: `tools/call`s pipelined over one connection with K
+//!   requests in flight; calls/s per run and the median, plus the server's
+//!   peak resident memory (`VmHWM`, which counts from process start, so it
+//!   includes loading the tools).
+//! - `startup`: time from spawn to the `tools/list` reply, handshake
+//!   included; min/median/max in milliseconds. With `--idle-rss`, the
+//!   server's resident memory 500 ms after that.
+//!
+//! Every `tools/call` reply must have a `result` with `isError` not true, or
+//! the benchmark stops with the reply in the error. The server's stderr is
+//! discarded unless `--server-stderr FILE`. `--json` prints one JSON object
+//! (the top-level numbers are medians across runs, `runs` has each run)
+//! instead of a table.
+//!
+//! A server argument containing `{fresh_dir}` is replaced, in each run, by a
+//! new empty temporary folder removed afterwards: `--cache-dir {fresh_dir}`
+//! measures a cold compile cache on every run.
+//!
+//! # Running
+//!
+//! ```text
+//! cargo build --release -p toolcage -p toolcage-bench
+//! cargo build --release --target wasm32-wasip2 -p time-tool
+//! mkdir -p /tmp/tc/tools && cp target/wasm32-wasip2/release/time_tool.wasm /tmp/tc/tools/
+//! SERVER="target/release/toolcage serve --tools /tmp/tc/tools --cache-dir /tmp/tc/cache"
+//!
+//! target/release/toolcage-bench latency --tool convert_timezone \
+//!     --args '{"time":"2026-07-01T12:00:00Z","timezone":"Asia/Tokyo"}' -- $SERVER
+//! target/release/toolcage-bench throughput --tool convert_timezone --in-flight 8 \
+//!     --args '{"time":"2026-07-01T12:00:00Z","timezone":"Asia/Tokyo"}' -- $SERVER
+//! target/release/toolcage-bench startup --idle-rss -- $SERVER     # warm cache
+//! target/release/toolcage-bench startup -- target/release/toolcage serve \
+//!     --tools /tmp/tc/tools --cache-dir '{fresh_dir}'              # cold cache
+//! ```
+//!
+//! Build the server in release mode: a debug build measures the debug build.
+
+mod client;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::client::{CallTemplate, Server, ServerCommand, proc_status_kib};
+use crate::stats::Latency;
+
+/// Measure an MCP server over stdio: call latency, pipelined throughput,
+/// startup time.
+#[derive(Debug, Parser)]
+#[command(name = "toolcage-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Sequential calls, one at a time: per-call latency percentiles.
+    Latency(LatencyArgs),
+    /// Pipelined calls with K in flight over one connection: calls/s.
+    Throughput(ThroughputArgs),
+    /// Time from spawn to the `tools/list` reply.
+    Startup(StartupArgs),
+}
+
+#[derive(Debug, Args)]
+struct LatencyArgs {
+    #[command(flatten)]
+    call: CallOpts,
+    /// Timed calls per run.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    calls: u64,
+    /// Untimed calls per run before the timed ones.
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Runs, each with a fresh server.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    #[command(flatten)]
+    server: ServerOpts,
+}
+
+#[derive(Debug, Args)]
+struct ThroughputArgs {
+    #[command(flatten)]
+    call: CallOpts,
+    /// Timed calls per run.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    calls: u64,
+    /// Requests outstanding at any time.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    in_flight: u32,
+    /// Untimed calls per run (pipelined the same way) before the timed ones.
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Runs, each with a fresh server.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    #[command(flatten)]
+    server: ServerOpts,
+}
+
+#[derive(Debug, Args)]
+struct StartupArgs {
+    /// Runs, each with a fresh server.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Also read the server's resident memory (VmRSS) 500 ms after
+    /// `tools/list`.
+    #[arg(long)]
+    idle_rss: bool,
+    #[command(flatten)]
+    server: ServerOpts,
+}
+
+#[derive(Debug, Args)]
+struct CallOpts {
+    /// The tool to call.
+    #[arg(long)]
+    tool: String,
+    /// The call's arguments, a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    args: String,
+}
+
+#[derive(Debug, Args)]
+struct ServerOpts {
+    /// Append the server's stderr to FILE [default: discard it].
+    #[arg(long, value_name = "FILE")]
+    server_stderr: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The server's command line, after `--`. An argument containing
+    /// `{fresh_dir}` gets a new empty temporary folder in each run
+    /// (`--cache-dir {fresh_dir}`: a cold compile cache every run).
+    #[arg(last = true, required = true, value_name = "SERVER CMD")]
+    server: Vec<String>,
+}
+
+impl ServerOpts {
+    fn command(&self) -> ServerCommand {
+        ServerCommand {
+            argv: self.server.clone(),
+            stderr: self.server_stderr.clone(),
+        }
+    }
+}
+
+impl CallOpts {
+    fn template(&self) -> anyhow::Result<(Value, CallTemplate)> {
+        let arguments: Value = serde_json::from_str(&self.args)
+            .with_context(|| format!("--args `{}` is not JSON", self.args))?;
+        if !arguments.is_object() {
+            bail!("--args must be a JSON object, like '{{\"timezone\":\"UTC\"}}'");
+        }
+        let template = CallTemplate::new(&self.tool, &arguments)?;
+        Ok((arguments, template))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // One thread: the client's work per message is tiny, and on a small
+    // machine every other core is better left to the server under test.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("toolcage-bench: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Latency(args) => latency(args).await,
+            Command::Throughput(args) => throughput(args).await,
+            Command::Startup(args) => startup(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("toolcage-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Spawn, handshake, and check that the server serves `tool`.
+async fn start_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<Server> {
+    let mut server = Server::spawn(command)?;
+    server.handshake().await?;
+    let tools = server.list_tools().await?;
+    if !tools.iter().any(|t| t == tool) {
+        bail!(
+            "the server does not serve `{tool}`; it serves: {}",
+            if tools.is_empty() {
+                "nothing".to_owned()
+            } else {
+                tools.join(", ")
+            }
+        );
+    }
+    Ok(server)
+}
+
+// ---------------------------------------------------------------- latency
+
+struct LatencyRun {
+    latency: Latency,
+    calls_per_s: f64,
+}
+
+async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
+    let (arguments, call) = args.call.template()?;
+    let command = args.server.command();
+    let mut runs = Vec::new();
+    for run in 1..=args.runs {
+        let result = latency_run(&command, &args.call.tool, &call, args.calls, args.warmup)
+            .await
+            .with_context(|| format!("latency run {run}"))?;
+        runs.push(result);
+    }
+    let median_of = |f: &dyn Fn(&LatencyRun) -> f64| {
+        stats::median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    };
+    let p50 = median_of(&|r| us(r.latency.p50_ns));
+    let p90 = median_of(&|r| us(r.latency.p90_ns));
+    let p99 = median_of(&|r| us(r.latency.p99_ns));
+    let max = median_of(&|r| us(r.latency.max_ns));
+    let rate = median_of(&|r| r.calls_per_s);
+
+    if args.server.json {
+        let runs: Vec<Value> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "p50_us": us(r.latency.p50_ns),
+                    "p90_us": us(r.latency.p90_ns),
+                    "p99_us": us(r.latency.p99_ns),
+                    "max_us": us(r.latency.max_ns),
+                    "calls_per_s": round1(r.calls_per_s),
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "benchmark": "latency",
+            "server": args.server.server,
+            "tool": args.call.tool,
+            "arguments": arguments,
+            "calls": args.calls,
+            "warmup": args.warmup,
+            "p50_us": round1(p50),
+            "p90_us": round1(p90),
+            "p99_us": round1(p99),
+            "max_us": round1(max),
+            "calls_per_s": round1(rate),
+            "runs": runs,
+        }));
+    }
+    println!(
+        "latency: `{}`, {} sequential calls after {} warm-up, {} runs\nserver: {}\n",
+        args.call.tool,
+        args.calls,
+        args.warmup,
+        args.runs,
+        args.server.server.join(" ")
+    );
+    println!(
+        "{:<8}{:>10}{:>10}{:>10}{:>10}{:>12}",
+        "run", "p50 µs", "p90 µs", "p99 µs", "max µs", "calls/s"
+    );
+    let row = |label: &str, p50: f64, p90: f64, p99: f64, max: f64, rate: f64| {
+        println!("{label:<8}{p50:>10.1}{p90:>10.1}{p99:>10.1}{max:>10.1}{rate:>12.0}");
+    };
+    for (i, r) in runs.iter().enumerate() {
+        let l = &r.latency;
+        row(
+            &(i + 1).to_string(),
+            us(l.p50_ns),
+            us(l.p90_ns),
+            us(l.p99_ns),
+            us(l.max_ns),
+            r.calls_per_s,
+        );
+    }
+    row("median", p50, p90, p99, max, rate);
+    Ok(())
+}
+
+async fn latency_run(
+    command: &ServerCommand,
+    tool: &str,
+    call: &CallTemplate,
+    calls: u64,
+    warmup: u64,
+) -> anyhow::Result<LatencyRun> {
+    let mut server = start_with_tool(command, tool).await?;
+    let mut buf = Vec::with_capacity(512);
+    for _ in 0..warmup {
+        server
+            .timed_call(call, &mut buf)
+            .await
+            .context("during the warm-up")?;
+    }
+    let capacity = usize::try_from(calls).context("too many calls")?;
+    let mut samples = Vec::with_capacity(capacity);
+    let start = Instant::now();
+    for _ in 0..calls {
+        let elapsed = server.timed_call(call, &mut buf).await?;
+        samples.push(nanos(elapsed));
+    }
+    let total = start.elapsed();
+    server.shutdown().await?;
+    let latency = Latency::from_samples(&mut samples).context("no samples")?;
+    Ok(LatencyRun {
+        latency,
+        calls_per_s: calls as f64 / total.as_secs_f64(),
+    })
+}
+
+// ------------------------------------------------------------- throughput
+
+struct ThroughputRun {
+    elapsed: Duration,
+    calls_per_s: f64,
+    peak_rss_kib: Option<u64>,
+}
+
+async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
+    let (arguments, call) = args.call.template()?;
+    let command = args.server.command();
+    let in_flight = usize::try_from(args.in_flight).context("--in-flight is too large")?;
+    let mut runs = Vec::new();
+    for run in 1..=args.runs {
+        let result = throughput_run(
+            &command,
+            &args.call.tool,
+            &call,
+            args.calls,
+            args.warmup,
+            in_flight,
+        )
+        .await
+        .with_context(|| format!("throughput run {run}"))?;
+        runs.push(result);
+    }
+    let rates: Vec<f64> = runs.iter().map(|r| r.calls_per_s).collect();
+    let rate = stats::median(&rates).unwrap_or(f64::NAN);
+    let peaks: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.peak_rss_kib)
+        .map(|k| k as f64)
+        .collect();
+    // Only when every run could read it; a partial median would mislead.
+    let peak = if peaks.len() == runs.len() {
+        stats::median(&peaks)
+    } else {
+        None
+    };
+
+    if args.server.json {
+        let runs: Vec<Value> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "calls_per_s": round1(r.calls_per_s),
+                    "elapsed_ms": round1(r.elapsed.as_secs_f64() * 1e3),
+                    "peak_rss_kib": r.peak_rss_kib,
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "benchmark": "throughput",
+            "server": args.server.server,
+            "tool": args.call.tool,
+            "arguments": arguments,
+            "calls": args.calls,
+            "warmup": args.warmup,
+            "in_flight": args.in_flight,
+            "calls_per_s": round1(rate),
+            "peak_rss_kib": peak.map(|k| k.round() as u64),
+            "runs": runs,
+        }));
+    }
+    println!(
+        "throughput: `{}`, {} calls with {} in flight after {} warm-up, {} runs\nserver: {}\n",
+        args.call.tool,
+        args.calls,
+        args.in_flight,
+        args.warmup,
+        args.runs,
+        args.server.server.join(" ")
+    );
+    println!(
+        "{:<8}{:>12}{:>12}{:>16}",
+        "run", "calls/s", "elapsed ms", "peak RSS MiB"
+    );
+    for (i, r) in runs.iter().enumerate() {
+        println!(
+            "{:<8}{:>12.0}{:>12.1}{:>16}",
+            i + 1,
+            r.calls_per_s,
+            r.elapsed.as_secs_f64() * 1e3,
+            mib(r.peak_rss_kib.map(|k| k as f64))
+        );
+    }
+    println!("{:<8}{:>12.0}{:>12}{:>16}", "median", rate, "", mib(peak));
+    Ok(())
+}
+
+async fn throughput_run(
+    command: &ServerCommand,
+    tool: &str,
+    call: &CallTemplate,
+    calls: u64,
+    warmup: u64,
+    in_flight: usize,
+) -> anyhow::Result<ThroughputRun> {
+    let mut server = start_with_tool(command, tool).await?;
+    if warmup > 0 {
+        server
+            .pipelined(call, warmup, in_flight)
+            .await
+            .context("during the warm-up")?;
+    }
+    let elapsed = server.pipelined(call, calls, in_flight).await?;
+    // Before closing stdin: once the server exits its /proc entry is gone.
+    let peak_rss_kib = proc_status_kib(server.pid(), "VmHWM");
+    server.shutdown().await?;
+    Ok(ThroughputRun {
+        elapsed,
+        calls_per_s: calls as f64 / elapsed.as_secs_f64(),
+        peak_rss_kib,
+    })
+}
+
+// ---------------------------------------------------------------- startup
+
+struct StartupRun {
+    ready: Duration,
+    tools: usize,
+    idle_rss_kib: Option<u64>,
+}
+
+/// How long the server idles after `tools/list` before its RSS is read: long
+/// enough for start-up work still running in the background to settle.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+
+async fn startup(args: StartupArgs) -> anyhow::Result<()> {
+    let command = args.server.command();
+    let mut runs = Vec::new();
+    for run in 1..=args.runs {
+        let result = startup_run(&command, args.idle_rss)
+            .await
+            .with_context(|| format!("startup run {run}"))?;
+        runs.push(result);
+    }
+    let ready_ms: Vec<f64> = runs.iter().map(|r| ms(r.ready)).collect();
+    let (min, median, max) = stats::min_median_max(&ready_ms).context("no runs")?;
+    let rss: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.idle_rss_kib)
+        .map(|k| k as f64)
+        .collect();
+    let rss_median = stats::median(&rss);
+
+    if args.server.json {
+        let runs: Vec<Value> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "ready_ms": round2(ms(r.ready)),
+                    "tools": r.tools,
+                    "idle_rss_kib": r.idle_rss_kib,
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "benchmark": "startup",
+            "server": args.server.server,
+            "min_ms": round2(min),
+            "median_ms": round2(median),
+            "max_ms": round2(max),
+            "idle_rss_kib": rss_median.map(|k| k.round() as u64),
+            "runs": runs,
+        }));
+    }
+    println!(
+        "startup: spawn to `tools/list` reply, {} runs\nserver: {}\n",
+        args.runs,
+        args.server.server.join(" ")
+    );
+    println!(
+        "{:<8}{:>12}{:>8}{:>16}",
+        "run", "ready ms", "tools", "idle RSS MiB"
+    );
+    for (i, r) in runs.iter().enumerate() {
+        println!(
+            "{:<8}{:>12.2}{:>8}{:>16}",
+            i + 1,
+            ms(r.ready),
+            r.tools,
+            mib(r.idle_rss_kib.map(|k| k as f64))
+        );
+    }
+    println!("\nready ms: min {min:.2}, median {median:.2}, max {max:.2}");
+    if args.idle_rss {
+        println!("idle RSS: median {} MiB", mib(rss_median));
+    }
+    Ok(())
+}
+
+async fn startup_run(command: &ServerCommand, idle_rss: bool) -> anyhow::Result<StartupRun> {
+    let start = Instant::now();
+    let mut server = Server::spawn(command)?;
+    server.handshake().await?;
+    let tools = server.list_tools().await?.len();
+    let ready = start.elapsed();
+    let idle_rss_kib = if idle_rss {
+        tokio::time::sleep(IDLE_WAIT).await;
+        let rss = proc_status_kib(server.pid(), "VmRSS").with_context(|| {
+            format!(
+                "cannot read VmRSS from /proc/{}/status (Linux only)",
+                server.pid()
+            )
+        })?;
+        Some(rss)
+    } else {
+        None
+    };
+    server.shutdown().await?;
+    Ok(StartupRun {
+        ready,
+        tools,
+        idle_rss_kib,
+    })
+}
+
+// ---------------------------------------------------------------- output
+
+fn print_json(value: &Value) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value).context("cannot encode the JSON report")?;
+    println!("{text}");
+    Ok(())
+}
+
+fn nanos(duration: Duration) -> u64 {
+    // A call would have to take 584 years to overflow.
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Nanoseconds to microseconds, to 0.1 µs.
+fn us(ns: u64) -> f64 {
+    round1(ns as f64 / 1e3)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// KiB to MiB for the table, or `-` when unknown.
+fn mib(kib: Option<f64>) -> String {
+    kib.map_or_else(|| "-".to_owned(), |k| format!("{:.1}", k / 1024.0))
+}

@@ -1,0 +1,366 @@
+"""Filesystem roots: the escape matrix, through a real MCP client, in both
+eras. Every test snapshots the files outside the roots (and the read-only
+root) before, and proves afterwards that nothing there was read into a
+result, created, changed or deleted."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+
+from conftest import ERAS, LEGACY, MODERN, session, text_of
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "TOP-SECRET-outside-the-roots"
+
+
+class Tree:
+    """outside/ (never granted), rw/ (granted read-write), ro/ (granted
+    read-only), with symlinks inside rw/ pointing outside."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.outside = root / "outside"
+        self.rw = root / "rw"
+        self.ro = root / "ro"
+        for d in [self.outside / "dir", self.rw / "sub", self.rw / "other", self.ro / "inner"]:
+            d.mkdir(parents=True)
+        (self.outside / "secret.txt").write_text(SECRET)
+        (self.outside / "dir" / "secret-in-dir.txt").write_text(SECRET)
+        (self.rw / "hello.txt").write_text("hello from rw\n")
+        (self.rw / "sub" / "in-sub.txt").write_text("in sub\n")
+        (self.rw / "other" / "in-other.txt").write_text("in other\n")
+        (self.ro / "readonly.txt").write_text("read-only content\n")
+        (self.ro / "inner" / "deep.txt").write_text("deep\n")
+        os.symlink(self.outside / "secret.txt", self.rw / "link-to-file")
+        os.symlink(self.outside / "dir", self.rw / "link-to-dir")
+        os.symlink(self.rw / "chain-2", self.rw / "chain-1")
+        os.symlink(self.outside / "secret.txt", self.rw / "chain-2")
+        os.symlink("../outside/secret.txt", self.rw / "relative-link")
+        self.before = self.snapshot()
+
+    def snapshot(self) -> dict:
+        """Every entry under outside/ and ro/: type, content hash, mtime."""
+        state = {}
+        for base in [self.outside, self.ro]:
+            for dirpath, dirnames, filenames in os.walk(base):
+                for name in dirnames + filenames:
+                    p = Path(dirpath) / name
+                    st = p.lstat()
+                    digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+                    state[str(p)] = (st.st_mode, digest, st.st_mtime_ns)
+        return state
+
+    def assert_untouched(self):
+        assert self.snapshot() == self.before, "files outside the roots (or in the read-only root) changed"
+
+    def config(self) -> str:
+        return f"""
+[defaults]
+roots = [{{ path = "{self.rw}", mode = "rw" }}, {{ path = "{self.ro}", mode = "ro" }}]
+"""
+
+
+@pytest.fixture
+def tree(tmp_path) -> Tree:
+    return Tree(tmp_path / "files")
+
+
+def roots_callback(*paths: Path):
+    async def on_roots(_ctx):
+        return types.ListRootsResult(roots=[types.Root(uri=p.as_uri(), name=p.name) for p in paths])
+
+    return on_roots
+
+
+def fs_session(setup, tree, era, client_roots=None, **kwargs):
+    setup.add("fs")
+    setup.add("misbehave")
+    setup.write_config(tree.config())
+    if era == LEGACY and client_roots is not None:
+        kwargs["list_roots_callback"] = roots_callback(*client_roots)
+    return session(setup, era, **kwargs)
+
+
+def assert_refused(result, *needles):
+    text = text_of(result)
+    assert result.is_error, f"expected an error, got: {text[:300]}"
+    assert SECRET not in text, "a secret leaked into the result"
+    for needle in needles:
+        assert needle in text, f"{needle!r} not in {text!r}"
+
+
+def assert_no_secret(result):
+    assert SECRET not in text_of(result)
+    assert SECRET not in str(result.structured_content)
+
+
+# Each era: 2025-11-25 with client roots that cover both grants (so the
+# narrowing code runs), and 2026-07-28 with the grants as configured.
+ERA_ROOTS = [
+    pytest.param(LEGACY, "covering", id=LEGACY + "-client-roots"),
+    pytest.param(MODERN, None, id=MODERN),
+]
+
+
+def client_roots_for(tree, mode):
+    return [tree.root] if mode == "covering" else None
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_reads_inside_the_roots_work(setup, tree, era, client):
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        result = await c.call_tool("read_text_file", {"path": str(tree.rw / "hello.txt")})
+        assert not result.is_error, text_of(result)
+        assert "hello from rw" in text_of(result)
+        allowed = await c.call_tool("list_allowed_directories", {})
+        assert str(tree.rw) in text_of(allowed) and str(tree.ro) in text_of(allowed)
+        written = await c.call_tool("write_file", {"path": str(tree.rw / "new.txt"), "content": "made"})
+        assert not written.is_error, text_of(written)
+    assert (tree.rw / "new.txt").read_text() == "made"
+    tree.assert_untouched()
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_paths_that_leave_the_roots_are_refused(setup, tree, era, client):
+    escapes = [
+        str(tree.rw / ".." / "outside" / "secret.txt"),
+        str(tree.rw / "sub" / ".." / ".." / "outside" / "secret.txt"),
+        str(tree.outside / "secret.txt"),
+        "/etc/passwd",
+        "/proc/self/environ",
+        str(tree.rw / "link-to-file"),
+        str(tree.rw / "link-to-dir" / "secret-in-dir.txt"),
+        str(tree.rw / "chain-1"),
+        str(tree.rw / "relative-link"),
+    ]
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        for path in escapes:
+            assert_refused(await c.call_tool("read_text_file", {"path": path}))
+            assert_refused(await c.call_tool("get_file_info", {"path": path}))
+        outside = await c.call_tool("read_text_file", {"path": "/etc/passwd"})
+        assert "outside the allowed roots" in text_of(outside)
+        listing = await c.call_tool("list_directory", {"path": str(tree.rw / "link-to-dir")})
+        assert_refused(listing)
+        multiple = await c.call_tool("read_multiple_files", {"paths": escapes})
+        assert_no_secret(multiple)
+        tree_result = await c.call_tool("directory_tree", {"path": str(tree.rw)})
+        assert_no_secret(tree_result)
+        assert "secret-in-dir.txt" not in text_of(tree_result)
+        search = await c.call_tool("search_files", {"path": str(tree.rw), "pattern": "**/*secret*"})
+        assert "secret-in-dir.txt" not in text_of(search)
+        media = await c.call_tool("read_media_file", {"path": str(tree.rw / "link-to-file")})
+        assert media.is_error
+    tree.assert_untouched()
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_writes_through_escapes_and_into_read_only_are_refused(setup, tree, era, client):
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        for path in [
+            str(tree.rw / ".." / "outside" / "planted.txt"),
+            str(tree.outside / "planted.txt"),
+            str(tree.rw / "link-to-dir" / "planted.txt"),
+            str(tree.ro / "planted.txt"),
+            str(tree.ro / "readonly.txt"),
+        ]:
+            assert_refused(await c.call_tool("write_file", {"path": path, "content": "pwned"}))
+        # Writing to a link's own path inside a read-write root may replace
+        # the link (an atomic write renames over it) or be refused; either
+        # way the file it pointed to outside is untouched (checked below).
+        for path in [str(tree.rw / "link-to-file"), str(tree.rw / "chain-1")]:
+            assert SECRET not in text_of(await c.call_tool("write_file", {"path": path, "content": "pwned"}))
+        assert_refused(
+            await c.call_tool(
+                "edit_file",
+                {"path": str(tree.ro / "readonly.txt"), "edits": [{"oldText": "read", "newText": "pwned"}]},
+            )
+        )
+        assert_refused(await c.call_tool("delete_file", {"path": str(tree.ro / "readonly.txt")}))
+        assert_refused(await c.call_tool("delete_file", {"path": str(tree.rw / "link-to-dir" / "secret-in-dir.txt")}))
+        assert_refused(await c.call_tool("create_directory", {"path": str(tree.ro / "newdir")}))
+        assert_refused(await c.call_tool("create_directory", {"path": str(tree.outside / "newdir")}))
+        # Moves out of the roots, into the read-only root, and out of it.
+        assert_refused(
+            await c.call_tool(
+                "move_file", {"source": str(tree.rw / "hello.txt"), "destination": str(tree.outside / "moved.txt")}
+            )
+        )
+        assert_refused(
+            await c.call_tool(
+                "move_file", {"source": str(tree.rw / "hello.txt"), "destination": str(tree.ro / "moved.txt")}
+            )
+        )
+        assert_refused(
+            await c.call_tool(
+                "move_file", {"source": str(tree.ro / "readonly.txt"), "destination": str(tree.rw / "stolen.txt")}
+            )
+        )
+        assert_refused(
+            await c.call_tool(
+                "move_file", {"source": str(tree.outside / "secret.txt"), "destination": str(tree.rw / "stolen.txt")}
+            )
+        )
+    assert (tree.rw / "hello.txt").read_text() == "hello from rw\n"
+    assert not (tree.rw / "stolen.txt").exists()
+    tree.assert_untouched()
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_symlinks_a_tool_creates_cannot_be_used_to_leave(setup, tree, era, client):
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        for target, link in [
+            (str(tree.outside / "secret.txt"), "abs-link"),
+            ("../outside/secret.txt", "rel-link"),
+            (str(tree.outside), "dir-link"),
+            ("/etc", "etc-link"),
+        ]:
+            made = await c.call_tool("make_symlink", {"target": target, "link": str(tree.rw / link)})
+            # Creating the link may be allowed or refused; using it must fail.
+            assert SECRET not in text_of(made)
+        links = [tree.rw / "abs-link", tree.rw / "rel-link"]
+        through = [tree.rw / "dir-link" / "secret.txt", tree.rw / "etc-link" / "passwd"]
+        for path in links + through:
+            assert_refused(await c.call_tool("read_text_file", {"path": str(path)}))
+        for path in through:
+            assert_refused(await c.call_tool("write_file", {"path": str(path), "content": "pwned"}))
+        for path in links:  # may replace the link itself; never its target
+            assert SECRET not in text_of(await c.call_tool("write_file", {"path": str(path), "content": "pwned"}))
+    tree.assert_untouched()
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_awkward_paths_are_reported_not_fatal(setup, tree, era, client):
+    weird = os.fsencode(str(tree.rw)) + b"/bad-\xff\xfe-name.txt"
+    with open(weird, "wb") as f:
+        f.write(b"x")
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        nul = await c.call_tool("read_text_file", {"path": str(tree.rw / "a\u0000b.txt")})
+        assert nul.is_error
+        long_path = str(tree.rw) + "/" + ("d" * 200 + "/") * 60 + "f.txt"
+        assert (await c.call_tool("read_text_file", {"path": long_path})).is_error
+        assert (await c.call_tool("write_file", {"path": str(tree.rw / ("n" * 5000)), "content": "x"})).is_error
+        # WASI names are UTF-8: the host reports such an entry as an error
+        # and never sends its name. The listing goes on and says so.
+        listing = await c.call_tool("list_directory", {"path": str(tree.rw)})
+        assert not listing.is_error, text_of(listing)
+        assert "hello.txt" in text_of(listing)
+        assert "not valid UTF-8" in text_of(listing)
+        # Still serving.
+        ok = await c.call_tool("read_text_file", {"path": str(tree.rw / "hello.txt")})
+        assert not ok.is_error
+    tree.assert_untouched()
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_a_directory_swapped_for_a_symlink_mid_walk_cannot_leak(setup, tree, era, client):
+    walk = tree.rw / "walk"
+    for i in range(30):
+        (walk / f"d{i}").mkdir(parents=True)
+        for j in range(20):
+            (walk / f"d{i}" / f"f{j}.txt").write_text("ok")
+    for j in range(50):
+        (tree.outside / "dir" / f"secret-{j}.txt").write_text(SECRET)
+    tree.before = tree.snapshot()
+    stop = threading.Event()
+
+    def swapper():
+        # Flip walk/d0 between a real directory and a symlink to outside/dir.
+        real, parked = walk / "d0", walk / "d0-parked"
+        while not stop.is_set():
+            real.rename(parked)
+            os.symlink(tree.outside / "dir", real)
+            time.sleep(0.0005)
+            real.unlink()
+            parked.rename(real)
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    try:
+        async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+            for _ in range(15):
+                for tool, args in [
+                    ("directory_tree", {"path": str(walk)}),
+                    ("search_files", {"path": str(walk), "pattern": "**/*"}),
+                    ("list_directory", {"path": str(walk / "d0")}),
+                    ("read_text_file", {"path": str(walk / "d0" / "secret-1.txt")}),
+                ]:
+                    result = await c.call_tool(tool, args)
+                    assert_no_secret(result)
+                    if tool != "read_text_file":  # its error names the path asked for
+                        assert "secret-" not in text_of(result)
+    finally:
+        stop.set()
+        thread.join()
+    tree.assert_untouched()
+
+
+async def test_client_roots_narrow_the_grants(setup, tree):
+    async with fs_session(setup, tree, LEGACY, client_roots=[tree.rw / "sub"]) as c:
+        allowed = text_of(await c.call_tool("list_allowed_directories", {}))
+        assert str(tree.rw / "sub") in allowed
+        assert str(tree.ro) not in allowed
+        ok = await c.call_tool("read_text_file", {"path": str(tree.rw / "sub" / "in-sub.txt")})
+        assert not ok.is_error, text_of(ok)
+        assert_refused(await c.call_tool("read_text_file", {"path": str(tree.rw / "other" / "in-other.txt")}))
+        assert_refused(await c.call_tool("read_text_file", {"path": str(tree.rw / "sub" / ".." / "hello.txt")}))
+        # Narrowed roots keep the grant's mode.
+        written = await c.call_tool("write_file", {"path": str(tree.rw / "sub" / "w.txt"), "content": "w"})
+        assert not written.is_error, text_of(written)
+    tree.assert_untouched()
+
+
+async def test_a_client_root_outside_the_grants_grants_nothing(setup, tree):
+    async with fs_session(setup, tree, LEGACY, client_roots=[tree.outside]) as c:
+        allowed = await c.call_tool("list_allowed_directories", {})
+        assert str(tree.outside) not in text_of(allowed)
+        assert_refused(await c.call_tool("read_text_file", {"path": str(tree.outside / "secret.txt")}))
+        assert_refused(await c.call_tool("read_text_file", {"path": str(tree.rw / "hello.txt")}))
+    assert "outside every granted directory" in setup.stderr()
+    tree.assert_untouched()
+
+
+async def test_roots_list_changed_is_honoured(setup, tree):
+    current = [tree.rw / "sub"]
+
+    async def on_roots(_ctx):
+        return types.ListRootsResult(roots=[types.Root(uri=p.as_uri()) for p in current])
+
+    setup.add("fs")
+    setup.write_config(tree.config())
+    async with session(setup, LEGACY, list_roots_callback=on_roots) as c:
+        other = {"path": str(tree.rw / "other" / "in-other.txt")}
+        assert (await c.call_tool("read_text_file", other)).is_error
+        current[:] = [tree.rw / "other"]
+        await c.send_roots_list_changed()
+        with anyio.fail_after(20):
+            while (await c.call_tool("read_text_file", other)).is_error:
+                await anyio.sleep(0.05)
+        assert (await c.call_tool("read_text_file", {"path": str(tree.rw / "sub" / "in-sub.txt")})).is_error
+    tree.assert_untouched()
+
+
+def test_serve_root_flag_grants_every_tool(setup, tree):
+    setup.add("fs")
+    ok = setup.run("--root", f"{tree.rw}:rw", "read_text_file", f'{{"path": "{tree.rw / "hello.txt"}"}}', command="call")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    ro = setup.run("--root", str(tree.rw), "write_file", f'{{"path": "{tree.rw / "x.txt"}", "content": "x"}}', command="call")
+    assert ro.returncode == 1, "a root given without :rw must be read-only"
+    assert not (tree.rw / "x.txt").exists()
+    missing = setup.run("--root", str(tree.root / "nope"), "list_allowed_directories", command="call")
+    assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_without_grants_a_tool_sees_no_files(setup, tree):
+    setup.add("fs")
+    result = setup.run("read_text_file", f'{{"path": "{tree.rw / "hello.txt"}"}}', command="call")
+    assert result.returncode == 1
+    assert "hello from rw" not in result.stdout

@@ -1,0 +1,168 @@
+//! Small helpers: error wording, sizes, times, file URLs, name order.
+
+use std::cmp::Ordering;
+use std::io;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `cannot <action> `<path>`: <why>`, with the I/O error in words a model can
+/// act on.
+pub fn io_error(action: &str, path: &Path, error: &io::Error) -> String {
+    let path = path.display();
+    let why = match error.kind() {
+        io::ErrorKind::NotFound => "it does not exist".to_owned(),
+        io::ErrorKind::PermissionDenied => format!(
+            "access denied ({error}); the sandbox refuses anything outside the allowed roots \
+             (such as a symlink leading out of them) and any change under a read-only root"
+        ),
+        io::ErrorKind::ReadOnlyFilesystem => {
+            "it is on a read-only filesystem or under a read-only root".to_owned()
+        }
+        io::ErrorKind::IsADirectory => "it is a directory".to_owned(),
+        io::ErrorKind::NotADirectory => "a component of the path is not a directory".to_owned(),
+        io::ErrorKind::AlreadyExists => "it already exists".to_owned(),
+        io::ErrorKind::DirectoryNotEmpty => "the directory is not empty".to_owned(),
+        io::ErrorKind::InvalidFilename => "the file name is invalid or too long".to_owned(),
+        io::ErrorKind::StorageFull => "the disk is full".to_owned(),
+        io::ErrorKind::QuotaExceeded => "the disk quota is exceeded".to_owned(),
+        io::ErrorKind::FileTooLarge => "the file is too large".to_owned(),
+        io::ErrorKind::CrossesDevices => "it would cross filesystems".to_owned(),
+        _ => error.to_string(),
+    };
+    format!("cannot {action} `{path}`: {why}")
+}
+
+/// A byte count as the reference server prints it: `0 B`, `512 B`,
+/// `1.50 KB`, `2.00 MB` (powers of 1024, two decimals, halves rounded up).
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    if unit == 0 {
+        return format!("{bytes} B");
+    }
+    // Exact fixed-point rounding: hundredths = round(bytes * 100 / 1024^unit).
+    let scale = 1u128 << (10 * unit);
+    let hundredths = (u128::from(bytes) * 200 + scale) / (2 * scale);
+    format!(
+        "{}.{:02} {}",
+        hundredths / 100,
+        hundredths % 100,
+        UNITS[unit]
+    )
+}
+
+/// A time as ISO 8601 in UTC with milliseconds, `2026-07-01T12:00:00.000Z`.
+pub fn iso_time(time: SystemTime) -> String {
+    let (seconds, millis) = match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_millis()),
+        Err(e) => {
+            // Before 1970: floor to whole seconds below.
+            let d = e.duration();
+            let mut s = -(d.as_secs() as i64);
+            let mut ms = d.subsec_millis();
+            if ms > 0 {
+                s -= 1;
+                ms = 1000 - ms;
+            }
+            (s, ms)
+        }
+    };
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
+/// calendar (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A `file://` URL for an absolute path, percent-encoding what is not a URL
+/// path character.
+pub fn file_url(path: &Path) -> String {
+    let mut url = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
+                url.push(byte as char)
+            }
+            _ => url.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    url
+}
+
+/// The order names are listed in: case-insensitive, then bytewise, so the
+/// listing is stable whatever order the directory returns.
+pub fn name_order(a: &str, b: &str) -> Ordering {
+    a.to_lowercase()
+        .cmp(&b.to_lowercase())
+        .then_with(|| a.cmp(b))
+}
+
+/// A fresh random number for temporary file names (the standard library's
+/// hasher keys come from the WASI random source).
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    RandomState::new().hash_one(nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn sizes_match_the_reference_format() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1024), "1.00 KB");
+        assert_eq!(format_size(1152), "1.13 KB"); // 1.125: half rounds up, like toFixed
+        assert_eq!(format_size(1536), "1.50 KB");
+        assert_eq!(format_size(5 * 1024 * 1024), "5.00 MB");
+        assert_eq!(format_size(u64::MAX), "16777216.00 TB");
+    }
+
+    #[test]
+    fn times_are_iso_utc() {
+        assert_eq!(iso_time(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_782_907_200_123);
+        assert_eq!(iso_time(t), "2026-07-01T12:00:00.123Z");
+        let t = UNIX_EPOCH - Duration::from_millis(1);
+        assert_eq!(iso_time(t), "1969-12-31T23:59:59.999Z");
+        assert_eq!(
+            iso_time(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn file_urls_are_encoded() {
+        assert_eq!(
+            file_url(Path::new("/a b/c#d.png")),
+            "file:///a%20b/c%23d.png"
+        );
+    }
+}
