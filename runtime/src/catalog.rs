@@ -57,19 +57,34 @@ pub struct ToolDescriptor {
     pub annotations: Annotations,
 }
 
-/// A tool ready to call: its descriptor, compiled schemas, component and
-/// concurrency permits.
-pub struct LoadedTool {
+/// A validated descriptor with its compiled schemas: built once per file
+/// version, shared by every catalog that serves that version.
+pub struct ToolSpec {
     /// The descriptor.
     pub descriptor: ToolDescriptor,
     /// Compiled once per tool version, not per call.
     pub input_validator: jsonschema::Validator,
     /// Compiled output schema, if declared.
     pub output_validator: Option<jsonschema::Validator>,
+}
+
+/// A tool ready to call: its spec, component and concurrency permits.
+pub struct LoadedTool {
+    /// Descriptor and schemas.
+    pub spec: Arc<ToolSpec>,
     /// The component that provides it.
     pub component: Arc<LoadedComponent>,
     /// Calls of this tool that may run at once.
     pub permits: Arc<Semaphore>,
+}
+
+/// A file that loaded: its component and the tools it declares.
+#[derive(Clone)]
+pub struct LoadedFile {
+    /// The component.
+    pub component: Arc<LoadedComponent>,
+    /// Its tools, in `describe` order.
+    pub tools: Vec<Arc<ToolSpec>>,
 }
 
 /// What happened to one file.
@@ -83,6 +98,9 @@ pub struct FileReport {
     pub status: FileStatus,
     /// Whether the compiled code came from the cache.
     pub from_cache: bool,
+    /// When a newer version of the file failed to load and the last good
+    /// version keeps serving: why the newer one failed.
+    pub rejected_update: Option<String>,
 }
 
 /// The outcome of loading one file.
@@ -111,6 +129,21 @@ pub struct Catalog {
     pub tools: BTreeMap<String, Arc<LoadedTool>>,
     /// Every `*.wasm` file seen, in name order.
     pub files: Vec<FileReport>,
+    /// The version of each file being served (possibly an older one than
+    /// on disk), kept so a reload reuses unchanged files and falls back to
+    /// the last good version of broken ones.
+    pub loaded: BTreeMap<PathBuf, LoadedFile>,
+}
+
+impl Catalog {
+    /// Served tool names with the digest of the component serving each:
+    /// what clients can observe of the tool set.
+    pub fn served(&self) -> BTreeMap<&str, &str> {
+        self.tools
+            .iter()
+            .map(|(name, tool)| (name.as_str(), tool.component.digest.as_str()))
+            .collect()
+    }
 }
 
 /// Holds the current [`Catalog`]; swapping it is atomic, and readers keep
@@ -165,26 +198,40 @@ pub fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Load every `*.wasm` in `dir` into a new catalog. Never fails as a whole:
 /// an unreadable folder gives an empty catalog and a logged error.
-pub async fn load_dir(sandbox: &Arc<Sandbox>, dir: &Path, config: &Config) -> Catalog {
+///
+/// With a `previous` catalog (a reload), a file whose digest has not changed
+/// is reused as is (no recompilation, no `describe`), and a file whose new
+/// version fails keeps its last good version serving.
+pub async fn load_dir(
+    sandbox: &Arc<Sandbox>,
+    dir: &Path,
+    config: &Config,
+    previous: Option<&Catalog>,
+) -> Catalog {
     let files = match wasm_files(dir) {
         Ok(files) => files,
         Err(error) => {
-            tracing::error!(dir = %dir.display(), %error, "cannot read the tools folder");
-            return Catalog::default();
+            if dir.exists() || previous.is_none() {
+                tracing::error!(dir = %dir.display(), %error, "cannot read the tools folder");
+            }
+            return assemble(Vec::new(), config);
         }
     };
     let mut loads = Vec::with_capacity(files.len());
     for path in files {
         let sandbox = Arc::clone(sandbox);
+        let last_good = previous.and_then(|p| p.loaded.get(&path)).cloned();
         loads.push(tokio::spawn(async move {
-            let outcome = load_file(&sandbox, &path).await;
+            let outcome = load_file(&sandbox, &path, last_good).await;
             (path, outcome)
         }));
     }
     let mut outcomes = Vec::with_capacity(loads.len());
     for load in loads {
         match load.await {
-            Ok(outcome) => outcomes.push(outcome),
+            Ok((path, Some(outcome))) => outcomes.push((path, outcome)),
+            // Gone between listing and reading: it was removed.
+            Ok((_, None)) => {}
             Err(error) => tracing::error!(%error, "a component load task failed"),
         }
     }
@@ -195,72 +242,108 @@ pub async fn load_dir(sandbox: &Arc<Sandbox>, dir: &Path, config: &Config) -> Ca
 pub struct FileLoad {
     /// SHA-256 of its bytes, when it could be read.
     pub digest: Option<String>,
-    /// Whether compiled code came from the cache.
+    /// Whether compiled code came from the cache (or was reused as is).
     pub from_cache: bool,
     /// The component and its validated tools, or why not.
-    pub result: Result<(Arc<LoadedComponent>, Vec<ValidatedTool>), String>,
+    pub result: Result<LoadedFile, String>,
+    /// Set when this is the last good version, kept because the file's
+    /// current contents failed for this reason.
+    pub rejected_update: Option<String>,
 }
 
-/// A descriptor with its compiled schemas.
-pub struct ValidatedTool {
-    descriptor: ToolDescriptor,
-    input_validator: jsonschema::Validator,
-    output_validator: Option<jsonschema::Validator>,
-}
-
-/// Read, compile, link and describe one file.
-pub async fn load_file(sandbox: &Arc<Sandbox>, path: &Path) -> FileLoad {
+/// Read, compile, link and describe one file. `last_good` is the version
+/// currently served from this path, if any: reused when the digest is the
+/// same, kept when the new contents fail. `None` if the file is gone.
+pub async fn load_file(
+    sandbox: &Arc<Sandbox>,
+    path: &Path,
+    last_good: Option<LoadedFile>,
+) -> Option<FileLoad> {
     let bytes = match tokio::fs::read(path).await {
         Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
         Err(error) => {
-            return FileLoad {
-                digest: None,
-                from_cache: false,
-                result: Err(format!("cannot read: {error}")),
-            };
+            return Some(fallback(last_good, None, format!("cannot read: {error}")));
         }
     };
     let digest = hex(&Sha256::digest(&bytes));
+    if let Some(good) = last_good.as_ref().filter(|g| g.component.digest == digest) {
+        tracing::debug!(file = %path.display(), %digest, "unchanged; reusing the loaded component");
+        return Some(FileLoad {
+            digest: Some(digest),
+            from_cache: true,
+            result: Ok(good.clone()),
+            rejected_update: None,
+        });
+    }
+    match compile_and_describe(sandbox, path, bytes, &digest).await {
+        Ok((file, from_cache)) => Some(FileLoad {
+            digest: Some(digest),
+            from_cache,
+            result: Ok(file),
+            rejected_update: None,
+        }),
+        Err(reason) => Some(fallback(last_good, Some(digest), reason)),
+    }
+}
+
+/// The outcome for a file whose current contents failed: its last good
+/// version if there is one, else the failure.
+fn fallback(last_good: Option<LoadedFile>, digest: Option<String>, reason: String) -> FileLoad {
+    match last_good {
+        Some(good) => FileLoad {
+            digest: Some(good.component.digest.clone()),
+            from_cache: true,
+            result: Ok(good),
+            rejected_update: Some(reason),
+        },
+        None => FileLoad {
+            digest,
+            from_cache: false,
+            result: Err(reason),
+            rejected_update: None,
+        },
+    }
+}
+
+async fn compile_and_describe(
+    sandbox: &Arc<Sandbox>,
+    path: &Path,
+    bytes: Vec<u8>,
+    digest: &str,
+) -> Result<(LoadedFile, bool), String> {
     let compiled = {
         let sandbox = Arc::clone(sandbox);
-        let digest = digest.clone();
+        let digest = digest.to_owned();
         tokio::task::spawn_blocking(move || sandbox.compile(&bytes, &digest)).await
-    };
-    let fail = |message: String, from_cache: bool| FileLoad {
-        digest: Some(digest.clone()),
-        from_cache,
-        result: Err(message),
     };
     let compiled = match compiled {
         Ok(Ok(compiled)) => compiled,
-        Ok(Err(error)) => return fail(error.to_string(), false),
-        Err(error) => return fail(format!("compilation task failed: {error}"), false),
+        Ok(Err(error)) => return Err(error.to_string()),
+        Err(error) => return Err(format!("compilation task failed: {error}")),
     };
-    let from_cache = compiled.from_cache;
-    let pre = match sandbox.prepare(&compiled.component) {
-        Ok(pre) => pre,
-        Err(error) => return fail(error.to_string(), from_cache),
-    };
+    let pre = sandbox
+        .prepare(&compiled.component)
+        .map_err(|error| error.to_string())?;
     // `describe` runs under the default limits: it should be cheap, and a
     // file cannot choose its own limits.
-    let raw = match sandbox.describe(&pre, &Limits::default()).await {
-        Ok(raw) => raw,
-        Err(error) => return fail(format!("`describe` {error}"), from_cache),
-    };
-    let tools = match validate_descriptors(raw) {
-        Ok(tools) => tools,
-        Err(error) => return fail(error, from_cache),
-    };
+    let raw = sandbox
+        .describe(&pre, &Limits::default())
+        .await
+        .map_err(|error| format!("`describe` {error}"))?;
+    let tools = validate_descriptors(raw)?;
     let component = Arc::new(LoadedComponent {
         path: path.to_owned(),
-        digest: digest.clone(),
+        digest: digest.to_owned(),
         pre,
     });
-    FileLoad {
-        digest: Some(digest),
-        from_cache,
-        result: Ok((component, tools)),
-    }
+    Ok((
+        LoadedFile {
+            component,
+            tools: tools.into_iter().map(Arc::new).collect(),
+        },
+        compiled.from_cache,
+    ))
 }
 
 /// Resolve names across files (first file by name wins) and build the
@@ -269,15 +352,22 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
     let mut catalog = Catalog::default();
     let mut owners: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (path, load) in outcomes {
+        if let Some(reason) = &load.rejected_update {
+            tracing::warn!(
+                file = %path.display(),
+                %reason,
+                "the new version failed to load; the last good version keeps serving"
+            );
+        }
         let status = match load.result {
             Err(reason) => {
                 tracing::warn!(file = %path.display(), %reason, "skipping tool component");
                 FileStatus::Failed(reason)
             }
-            Ok((component, tools)) => {
-                let mut entries = Vec::with_capacity(tools.len());
-                for tool in tools {
-                    let name = tool.descriptor.name.clone();
+            Ok(file) => {
+                let mut entries = Vec::with_capacity(file.tools.len());
+                for spec in &file.tools {
+                    let name = spec.descriptor.name.clone();
                     if let Some(winner) = owners.get(&name) {
                         tracing::warn!(
                             tool = %name,
@@ -286,7 +376,7 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
                             "tool name declared twice; the file that sorts first wins"
                         );
                         entries.push(ToolEntry {
-                            descriptor: tool.descriptor,
+                            descriptor: spec.descriptor.clone(),
                             shadowed_by: Some(winner.clone()),
                         });
                         continue;
@@ -294,27 +384,26 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
                     owners.insert(name.clone(), path.clone());
                     let limits = config.limits_for(&name);
                     entries.push(ToolEntry {
-                        descriptor: tool.descriptor.clone(),
+                        descriptor: spec.descriptor.clone(),
                         shadowed_by: None,
                     });
                     catalog.tools.insert(
                         name,
                         Arc::new(LoadedTool {
-                            descriptor: tool.descriptor,
-                            input_validator: tool.input_validator,
-                            output_validator: tool.output_validator,
-                            component: Arc::clone(&component),
+                            spec: Arc::clone(spec),
+                            component: Arc::clone(&file.component),
                             permits: Arc::new(Semaphore::new(limits.max_concurrent as usize)),
                         }),
                     );
                 }
                 tracing::info!(
                     file = %path.display(),
-                    digest = %component.digest,
+                    digest = %file.component.digest,
                     tools = entries.len(),
                     cached = load.from_cache,
                     "loaded tool component"
                 );
+                catalog.loaded.insert(path.clone(), file);
                 FileStatus::Loaded(entries)
             }
         };
@@ -323,18 +412,19 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
             digest: load.digest,
             status,
             from_cache: load.from_cache,
+            rejected_update: load.rejected_update,
         });
     }
     for name in config.tools.keys() {
         if !catalog.tools.contains_key(name) {
-            tracing::warn!(tool = %name, "the config sets limits for a tool no component provides");
+            tracing::warn!(tool = %name, "the config sets a policy for a tool no component provides");
         }
     }
     catalog
 }
 
 /// Validate a component's descriptors; any invalid one rejects the file.
-fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ValidatedTool>, String> {
+fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ToolSpec>, String> {
     if raw.is_empty() {
         return Err("`describe` returned no tools".into());
     }
@@ -359,7 +449,7 @@ fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ValidatedTool>, S
             Some(schema) => Some(compile("output", schema)?),
             None => None,
         };
-        tools.push(ValidatedTool {
+        tools.push(ToolSpec {
             descriptor: ToolDescriptor {
                 name: d.name,
                 title: d.title,

@@ -27,7 +27,8 @@ use crate::sandbox::{CallSpec, CapturedOutput, Content, EventSink, Sandbox, Tool
 pub struct Dispatcher {
     sandbox: Arc<Sandbox>,
     registry: Arc<Registry>,
-    config: Arc<Config>,
+    /// Swapped whole on a config reload; a call reads it once, at its start.
+    config: std::sync::RwLock<Arc<Config>>,
     permits: Arc<Semaphore>,
 }
 
@@ -81,9 +82,31 @@ impl Dispatcher {
         Dispatcher {
             sandbox,
             registry,
-            config,
+            config: std::sync::RwLock::new(config),
             permits,
         }
+    }
+
+    /// The configuration calls start with now.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Use `config` for calls that start from now on. (The server-wide
+    /// concurrency limit sizes the instance pool and needs a restart.)
+    pub fn set_config(&self, config: Arc<Config>) {
+        match self.config.write() {
+            Ok(mut guard) => *guard = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
+        }
+    }
+
+    /// The sandbox calls run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     /// The registry calls are served from.
@@ -112,13 +135,14 @@ impl Dispatcher {
             return Err(DispatchError::UnknownTool(name.to_owned()));
         };
         let arguments = Value::Object(arguments.unwrap_or_default());
-        if let Some(problems) = schema_problems(&tool.input_validator, &arguments) {
+        if let Some(problems) = schema_problems(&tool.spec.input_validator, &arguments) {
             tracing::info!(tool = %name, "refused call: arguments do not match the input schema");
             return Ok(CallOutput::error(format!(
                 "arguments do not match the input schema of tool `{name}`:\n{problems}"
             )));
         }
-        let policy = self.config.policy_for(name);
+        let config = self.config();
+        let policy = config.policy_for(name);
         let limits = policy.limits;
         let roots = effective_roots(&policy.roots, client_roots);
 
@@ -173,7 +197,7 @@ impl Dispatcher {
 
 /// Parse and check a guest's result against the tool's contract.
 fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
-    let name = &tool.descriptor.name;
+    let name = &tool.spec.descriptor.name;
     let structured = match result.structured {
         None => None,
         Some(text) => match serde_json::from_str::<Value>(&text) {
@@ -191,7 +215,7 @@ fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
         },
     };
     if !result.is_error
-        && let Some(validator) = &tool.output_validator
+        && let Some(validator) = &tool.spec.output_validator
     {
         {
             let Some(value) = &structured else {

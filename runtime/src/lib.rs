@@ -17,6 +17,7 @@
 //! - [`protocol`]: the MCP handler over rmcp; the only module that knows
 //!   the wire format.
 //! - [`stdio`]: the stdio transport that answers malformed lines.
+//! - [`watch`]: hot reload of the tools folder and the config file.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
 //! and [`Host::serve_stdio`].
@@ -30,6 +31,7 @@ pub mod protocol;
 pub mod roots;
 pub mod sandbox;
 pub mod stdio;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,8 +52,11 @@ pub struct Options {
     pub tools_dir: PathBuf,
     /// The compile cache folder, or `None` for no cache.
     pub cache_dir: Option<PathBuf>,
-    /// The validated configuration.
+    /// The validated configuration (with `cli_grants` applied).
     pub config: Config,
+    /// Roots granted on the command line (`--root`), kept to re-apply when
+    /// the config file is reloaded.
+    pub cli_grants: Vec<config::Grant>,
 }
 
 /// A loaded tool host: sandbox, registry and dispatcher.
@@ -64,6 +69,8 @@ pub struct Host {
     pub registry: Arc<Registry>,
     /// Runs calls.
     pub dispatcher: Arc<Dispatcher>,
+    /// Tells connected clients when the tool set changes.
+    pub notifier: Arc<protocol::Notifier>,
 }
 
 impl Host {
@@ -87,7 +94,7 @@ impl Host {
                 "the tools folder does not exist; serving no tools"
             );
         }
-        let catalog = catalog::load_dir(&sandbox, &options.tools_dir, &options.config).await;
+        let catalog = catalog::load_dir(&sandbox, &options.tools_dir, &options.config, None).await;
         tracing::info!(
             dir = %options.tools_dir.display(),
             tools = catalog.tools.len(),
@@ -105,17 +112,27 @@ impl Host {
             sandbox,
             registry,
             dispatcher,
+            notifier: Arc::new(protocol::Notifier::default()),
         })
     }
 
-    /// Serve MCP on stdin/stdout until the client closes stdin.
+    /// Serve MCP on stdin/stdout until the client closes stdin, reloading
+    /// tools and config as they change.
     ///
     /// # Errors
     ///
     /// The client closed the connection before starting a session, or the
     /// transport failed.
-    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
-        let server = protocol::McpServer::new(Arc::clone(&self.dispatcher));
+    pub async fn serve_stdio(self: &Arc<Self>) -> anyhow::Result<()> {
+        let _watch = match watch::watch(Arc::clone(self)) {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
+                None
+            }
+        };
+        let server =
+            protocol::McpServer::new(Arc::clone(&self.dispatcher), Arc::clone(&self.notifier));
         let running = match server.serve(stdio::LineTransport::stdio()).await {
             Ok(running) => running,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {

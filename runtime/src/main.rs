@@ -112,7 +112,7 @@ fn init_tracing() {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(common) => {
-            let host = Host::load(options(&common)?).await?;
+            let host = Arc::new(Host::load(options(&common)?).await?);
             host.serve_stdio().await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -188,10 +188,12 @@ fn options(common: &Common) -> anyhow::Result<Options> {
         None => Config::default(),
     };
     let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    let mut cli_grants = Vec::new();
     for flag in &common.root {
         let grant =
             Grant::parse_flag(flag, &cwd).map_err(|e| anyhow::anyhow!("--root {flag}: {e}"))?;
-        config.grant_to_all(grant);
+        config.grant_to_all(grant.clone());
+        cli_grants.push(grant);
     }
     let tools_dir = match (&common.tools, &config.tools_dir) {
         (Some(dir), _) => expand_tilde(dir),
@@ -213,6 +215,7 @@ fn options(common: &Common) -> anyhow::Result<Options> {
         tools_dir,
         cache_dir,
         config,
+        cli_grants,
     })
 }
 

@@ -28,9 +28,9 @@ use rmcp::model::{
     CustomResult, ErrorCode, Implementation, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerInfo,
-    SetLevelRequestParams, Tool, ToolAnnotations,
+    SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
@@ -51,12 +51,103 @@ const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long to wait for the client to answer `roots/list`.
 const ROOTS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// A connection's requested log level, shared between its server and the
+/// notifier.
+type SharedLevel = Arc<Mutex<Option<LoggingLevel>>>;
+
+/// Everyone to tell when the tool set changes: initialize-era sessions (told
+/// with `notifications/tools/list_changed`) and 2026-07-28
+/// `subscriptions/listen` streams that asked for tool-list changes.
+#[derive(Default)]
+pub struct Notifier {
+    peers: Mutex<Vec<(Peer<RoleServer>, SharedLevel)>>,
+    subscriptions: Mutex<Vec<(u64, SubscriptionSink)>>,
+    next_subscription: std::sync::atomic::AtomicU64,
+}
+
+impl Notifier {
+    /// Tell every client that the tool list changed: one notification each.
+    pub async fn tools_changed(&self) {
+        let peers: Vec<_> = self
+            .live_peers()
+            .into_iter()
+            .map(|(peer, _)| peer)
+            .collect();
+        for peer in peers {
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_tool_list_changed()).await;
+        }
+        let sinks: Vec<SubscriptionSink> = match self.subscriptions.lock() {
+            Ok(subs) => subs.iter().map(|(_, sink)| sink.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
+        for sink in sinks {
+            if sink.accepted().tools_list_changed == Some(true) {
+                let _ = tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_tool_list_changed()).await;
+            }
+        }
+    }
+
+    /// Send a warning to every initialize-era client whose log level lets it
+    /// through. (2026-07-28 clients only get logs inside a request.)
+    pub async fn warn(&self, message: &str) {
+        for (peer, level) in self.live_peers() {
+            let wanted = level
+                .lock()
+                .ok()
+                .and_then(|l| *l)
+                .map_or(LogLevel::Info, from_mcp_level);
+            if LogLevel::Warning >= wanted {
+                let param = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Warning,
+                    serde_json::Value::String(message.to_owned()),
+                )
+                .with_logger("toolcage");
+                let _ =
+                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_logging_message(param)).await;
+            }
+        }
+    }
+
+    fn live_peers(&self) -> Vec<(Peer<RoleServer>, SharedLevel)> {
+        match self.peers.lock() {
+            Ok(mut peers) => {
+                peers.retain(|(peer, _)| !peer.is_transport_closed());
+                peers.clone()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn add_peer(&self, peer: Peer<RoleServer>, level: SharedLevel) {
+        if let Ok(mut peers) = self.peers.lock() {
+            peers.push((peer, level));
+        }
+    }
+
+    fn add_subscription(&self, sink: SubscriptionSink) -> u64 {
+        let id = self
+            .next_subscription
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut subs) = self.subscriptions.lock() {
+            subs.push((id, sink));
+        }
+        id
+    }
+
+    fn remove_subscription(&self, id: u64) {
+        if let Ok(mut subs) = self.subscriptions.lock() {
+            subs.retain(|(key, _)| *key != id);
+        }
+    }
+}
+
 /// Serves MCP for one connection.
 #[derive(Clone)]
 pub struct McpServer {
     dispatcher: Arc<Dispatcher>,
+    notifier: Arc<Notifier>,
     /// The level an initialize-era client asked for with `logging/setLevel`.
-    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    log_level: SharedLevel,
     /// The client's roots, once asked; `None` until then and after
     /// `notifications/roots/list_changed`. An async mutex: a call waits
     /// while the roots are being fetched, so it never runs on stale roots.
@@ -64,10 +155,12 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// A server for one connection over `dispatcher`.
-    pub fn new(dispatcher: Arc<Dispatcher>) -> Self {
+    /// A server for one connection over `dispatcher`, registering with
+    /// `notifier` for tool-list changes.
+    pub fn new(dispatcher: Arc<Dispatcher>, notifier: Arc<Notifier>) -> Self {
         McpServer {
             dispatcher,
+            notifier,
             log_level: Arc::new(Mutex::new(None)),
             client_roots: Arc::new(tokio::sync::Mutex::new(None)),
         }
@@ -161,7 +254,7 @@ impl ServerHandler for McpServer {
         let tools = catalog
             .tools
             .values()
-            .map(|tool| to_mcp_tool(&tool.descriptor))
+            .map(|tool| to_mcp_tool(&tool.spec.descriptor))
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
         if is_stateless(&ctx) {
@@ -175,7 +268,7 @@ impl ServerHandler for McpServer {
         catalog
             .tools
             .get(name)
-            .map(|tool| to_mcp_tool(&tool.descriptor))
+            .map(|tool| to_mcp_tool(&tool.spec.descriptor))
     }
 
     async fn call_tool(
@@ -214,8 +307,24 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        self.notifier
+            .add_peer(ctx.peer.clone(), Arc::clone(&self.log_level));
         // Learn the roots early, so the first call does not wait for them.
         let _ = self.client_roots(&ctx.peer, false).await;
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let id = self.notifier.add_subscription(subscription.sink().clone());
+        subscription.cancelled().await;
+        self.notifier.remove_subscription(id);
+        Ok(())
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {

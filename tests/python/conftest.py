@@ -34,6 +34,8 @@ GUEST_FILES = {
     "liar": "liar.wasm",
     "greet": "greet.wasm",
     "fs": "fs_tool.wasm",
+    "v1": "versioned_v1.wasm",
+    "v2": "versioned_v2.wasm",
 }
 
 

@@ -1,0 +1,247 @@
+//! Hot reload: watch the tools folder and the config file, and swap in a
+//! new catalog when they change.
+//!
+//! Events (from `notify`: inotify on Linux) only say "something changed";
+//! each debounced burst triggers one full rescan of the folder, which is
+//! the source of truth. That makes the reload idempotent and immune to lost,
+//! duplicated or reordered events. Rules:
+//!
+//! - Bursts are debounced: a reload starts once no relevant event has
+//!   arrived for [`QUIET`], or [`MAX_DELAY`] after the first one.
+//! - Only `*.wasm` files directly in the folder, the folder itself and the
+//!   config file count; an editor's temporary files do not.
+//! - A file whose digest did not change is reused, not recompiled. A file
+//!   that fails to load never replaces a working version: the last good one
+//!   keeps serving, the failure is logged and sent to clients, and the file
+//!   is retried on its next event (a half-copied file fails to compile and
+//!   loads once complete).
+//! - The swap is one pointer store (`Registry::replace`); calls in flight
+//!   hold their own `Arc` of the old tool and finish on it.
+//! - Clients get one `tools/list_changed` per reload that changed what they
+//!   can see (the served names, or the component behind one).
+//! - A config that fails to parse keeps the previous one.
+//! - The folder may be deleted and recreated: its parent is watched too.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use tokio::sync::mpsc;
+
+use crate::Host;
+use crate::catalog;
+use crate::config::Config;
+
+/// How long the folder must be quiet before a reload.
+pub const QUIET: Duration = Duration::from_millis(150);
+/// The longest a reload waits after the first event of a burst, even if the
+/// burst goes on.
+pub const MAX_DELAY: Duration = Duration::from_secs(5);
+
+/// Keeps the watcher alive; dropping it stops watching.
+pub struct WatchHandle {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What a reload did, for tests and logs.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReloadSummary {
+    /// The served tool set changed (clients were told).
+    pub tools_changed: bool,
+    /// The config was reloaded.
+    pub config_reloaded: bool,
+    /// Problems worth telling clients.
+    pub problems: Vec<String>,
+}
+
+/// Start watching `host`'s tools folder and config file.
+///
+/// # Errors
+///
+/// The platform watcher cannot be created.
+pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
+    let (tx, rx) = mpsc::unbounded_channel::<notify::Result<notify::Event>>();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        // The receiver only goes away at shutdown.
+        let _ = tx.send(event);
+    })?;
+    let tools_dir = host.options.tools_dir.clone();
+    let config_path = host.options.config.source.clone();
+    add_watches(&mut watcher, &tools_dir, config_path.as_deref());
+    let task = tokio::spawn(run(host, watcher, rx, tools_dir, config_path));
+    Ok(WatchHandle { task })
+}
+
+/// Watch the folder, its parent (to see it deleted and recreated), and the
+/// config file's folder (editors replace files rather than write them).
+fn add_watches(watcher: &mut RecommendedWatcher, tools_dir: &Path, config: Option<&Path>) {
+    let mut targets = vec![tools_dir.to_owned()];
+    if let Some(parent) = tools_dir.parent() {
+        targets.push(parent.to_owned());
+    }
+    if let Some(parent) = config.and_then(Path::parent) {
+        targets.push(parent.to_owned());
+    }
+    for target in targets {
+        if target.is_dir()
+            && let Err(error) = watcher.watch(&target, RecursiveMode::NonRecursive)
+        {
+            tracing::warn!(dir = %target.display(), %error, "cannot watch folder");
+        }
+    }
+}
+
+async fn run(
+    host: Arc<Host>,
+    mut watcher: RecommendedWatcher,
+    mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    tools_dir: PathBuf,
+    config_path: Option<PathBuf>,
+) {
+    let relevant = |event: &notify::Event| {
+        // Reading a file (as a reload does) raises access events; counting
+        // them would make every reload trigger the next.
+        if matches!(event.kind, notify::EventKind::Access(_)) {
+            return false;
+        }
+        event.paths.iter().any(|path| {
+            path == &tools_dir
+                || config_path.as_deref() == Some(path.as_path())
+                || (path.parent() == Some(tools_dir.as_path())
+                    && path.extension().is_some_and(|ext| ext == "wasm"))
+        })
+    };
+    let mut watching_dir = tools_dir.is_dir();
+    loop {
+        // Wait for the first relevant event of a burst.
+        let mut config_touched = false;
+        loop {
+            match rx.recv().await {
+                None => return,
+                Some(Ok(event)) if relevant(&event) => {
+                    config_touched |= touches(&event, config_path.as_deref());
+                    break;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(error)) => tracing::warn!(%error, "file watcher error; rescanning"),
+            }
+        }
+        // Debounce: until quiet, or until the burst has lasted MAX_DELAY.
+        let deadline = tokio::time::Instant::now() + MAX_DELAY;
+        loop {
+            let quiet_until = (tokio::time::Instant::now() + QUIET).min(deadline);
+            match tokio::time::timeout_at(quiet_until, rx.recv()).await {
+                Err(_) => break,
+                Ok(None) => return,
+                Ok(Some(Ok(event))) if relevant(&event) => {
+                    config_touched |= touches(&event, config_path.as_deref());
+                }
+                Ok(Some(Ok(_))) => {}
+                Ok(Some(Err(_))) => {}
+            }
+        }
+        let mut summary = reload(&host, config_touched).await;
+        // A deleted folder takes its watch with it. When it is back, watch it
+        // again and rescan: files may have arrived before the watch did.
+        if !tools_dir.is_dir() {
+            watching_dir = false;
+        } else if !watching_dir {
+            match watcher.watch(&tools_dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    watching_dir = true;
+                    let again = reload(&host, false).await;
+                    summary.tools_changed |= again.tools_changed;
+                }
+                Err(error) => {
+                    tracing::warn!(dir = %tools_dir.display(), %error, "cannot watch folder")
+                }
+            }
+        }
+        tracing::info!(
+            tools_changed = summary.tools_changed,
+            config_reloaded = summary.config_reloaded,
+            problems = summary.problems.len(),
+            "reload"
+        );
+    }
+}
+
+fn touches(event: &notify::Event, config: Option<&Path>) -> bool {
+    config.is_some_and(|config| event.paths.iter().any(|p| p == config))
+}
+
+/// Rescan the folder (and re-read the config if `config_touched`), swap in
+/// the new catalog, and tell clients what changed.
+pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
+    let mut summary = ReloadSummary::default();
+    let mut config = host.dispatcher.config();
+    if config_touched && let Some(path) = config.source.clone() {
+        match Config::load(&path) {
+            Ok(mut fresh) => {
+                // Grants given on the command line survive a reload.
+                for grant in &host.options.cli_grants {
+                    fresh.grant_to_all(grant.clone());
+                }
+                let fresh = Arc::new(fresh);
+                host.dispatcher.set_config(Arc::clone(&fresh));
+                config = fresh;
+                summary.config_reloaded = true;
+                tracing::info!(file = %path.display(), "config reloaded");
+            }
+            Err(error) => {
+                let message = format!("{error}; keeping the previous configuration");
+                tracing::warn!("{message}");
+                summary.problems.push(message);
+            }
+        }
+    }
+    let previous = host.registry.snapshot();
+    let next = catalog::load_dir(
+        host.dispatcher.sandbox(),
+        &host.options.tools_dir,
+        &config,
+        Some(&previous),
+    )
+    .await;
+    for file in &next.files {
+        let name = file.path.display();
+        match (&file.status, &file.rejected_update) {
+            (_, Some(reason)) => summary.problems.push(format!(
+                "`{name}` changed but the new version cannot be loaded ({reason}); the previous version keeps serving"
+            )),
+            (catalog::FileStatus::Failed(reason), None)
+                if !previous.files.iter().any(|f| {
+                    f.path == file.path
+                        && f.digest == file.digest
+                        && matches!(f.status, catalog::FileStatus::Failed(_))
+                }) =>
+            {
+                summary
+                    .problems
+                    .push(format!("`{name}` cannot be loaded: {reason}"));
+            }
+            _ => {}
+        }
+    }
+    summary.tools_changed = next.served() != previous.served()
+        || next
+            .tools
+            .iter()
+            .zip(previous.tools.iter())
+            .any(|((_, a), (_, b))| !Arc::ptr_eq(&a.spec, &b.spec));
+    host.registry.replace(next);
+    if summary.tools_changed {
+        host.notifier.tools_changed().await;
+    }
+    for problem in &summary.problems {
+        host.notifier.warn(problem).await;
+    }
+    summary
+}
