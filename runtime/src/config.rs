@@ -48,10 +48,44 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Server-wide settings.
     pub server: ServerSettings,
+    /// Streamable HTTP settings (used with `serve --http`).
+    pub http: HttpConfig,
     /// Policy for tools without an override.
     pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
     pub tools: BTreeMap<String, Policy>,
+}
+
+/// Settings of the Streamable HTTP transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Extra accepted `Host` values (loopback names are always accepted).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` values; requests with any other `Origin` get 403.
+    pub allowed_origins: Vec<String>,
+    /// The bearer token, read from `token_file` or `token_env`.
+    pub token: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Requests in progress at once.
+    pub max_concurrent_requests: usize,
+    /// How long shutdown waits for requests in flight, in milliseconds.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            token: None,
+            // 4 MiB: tool arguments are small; a bigger body is a mistake
+            // or an attack.
+            max_body_bytes: 4 * 1024 * 1024,
+            max_concurrent_requests: 256,
+            shutdown_grace_ms: 10_000,
+        }
+    }
 }
 
 /// What one tool may reach and consume.
@@ -196,6 +230,7 @@ impl Default for Config {
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             },
+            http: HttpConfig::default(),
             defaults: Policy::default(),
             tools: BTreeMap::new(),
         }
@@ -274,6 +309,10 @@ impl Config {
             ));
         }
 
+        let http = raw
+            .http
+            .resolve(base)
+            .map_err(|(key, value, reason)| invalid(format!("http.{key}"), value, &reason))?;
         let defaults = raw
             .defaults
             .apply(&Policy::default(), base)
@@ -292,6 +331,7 @@ impl Config {
             tools_dir: raw.tools_dir.map(resolve),
             cache_dir: raw.cache_dir.map(resolve),
             server,
+            http,
             defaults,
             tools,
         })
@@ -340,6 +380,8 @@ struct RawConfig {
     #[serde(default)]
     server: RawServer,
     #[serde(default)]
+    http: RawHttp,
+    #[serde(default)]
     defaults: RawPolicy,
     #[serde(default)]
     tools: BTreeMap<String, RawPolicy>,
@@ -349,6 +391,90 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawServer {
     max_concurrent_calls: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    token_file: Option<PathBuf>,
+    token_env: Option<String>,
+    max_body_kib: Option<u64>,
+    max_concurrent_requests: Option<u64>,
+    shutdown_grace_ms: Option<u64>,
+}
+
+impl RawHttp {
+    fn resolve(&self, base: &Path) -> Result<HttpConfig, FieldError> {
+        let mut http = HttpConfig {
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            ..HttpConfig::default()
+        };
+        let range = |key: &str, value: Option<u64>, lo: u64, hi: u64| match value {
+            Some(v) if !(lo..=hi).contains(&v) => Err((
+                key.to_owned(),
+                v.to_string(),
+                format!("must be between {lo} and {hi}"),
+            )),
+            other => Ok(other),
+        };
+        if let Some(kib) = range("max_body_kib", self.max_body_kib, 1, 1024 * 1024)? {
+            http.max_body_bytes = usize::try_from(kib * 1024).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = range(
+            "max_concurrent_requests",
+            self.max_concurrent_requests,
+            1,
+            100_000,
+        )? {
+            http.max_concurrent_requests = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = range("shutdown_grace_ms", self.shutdown_grace_ms, 0, 3_600_000)? {
+            http.shutdown_grace_ms = ms;
+        }
+        http.token = match (&self.token_file, &self.token_env) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    "token_file".into(),
+                    "(with token_env)".into(),
+                    "conflicts with `http.token_env`: set one".into(),
+                ));
+            }
+            (Some(file), None) => {
+                let path = {
+                    let p = expand_tilde(file);
+                    if p.is_absolute() { p } else { base.join(p) }
+                };
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    (
+                        "token_file".into(),
+                        format!("{:?}", path.display().to_string()),
+                        format!("cannot be read: {e}"),
+                    )
+                })?;
+                Some(text.trim().to_owned())
+            }
+            (None, Some(var)) => {
+                let value = std::env::var(var).map_err(|_| {
+                    (
+                        "token_env".into(),
+                        format!("{var:?}"),
+                        "names an environment variable that is not set".into(),
+                    )
+                })?;
+                Some(value.trim().to_owned())
+            }
+            (None, None) => None,
+        };
+        if http.token.as_deref() == Some("") {
+            return Err(("token".into(), "\"\"".into(), "is empty".into()));
+        }
+        Ok(http)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

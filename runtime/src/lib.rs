@@ -17,6 +17,7 @@
 //! - [`protocol`]: the MCP handler over rmcp; the only module that knows
 //!   the wire format.
 //! - [`stdio`]: the stdio transport that answers malformed lines.
+//! - [`http`]: the Streamable HTTP transport: token, admission, shutdown.
 //! - [`watch`]: hot reload of the tools folder and the config file.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
@@ -27,6 +28,7 @@
 pub mod catalog;
 pub mod config;
 pub mod dispatch;
+pub mod http;
 pub mod protocol;
 pub mod roots;
 pub mod sandbox;
@@ -116,6 +118,34 @@ impl Host {
         })
     }
 
+    /// Serve MCP over Streamable HTTP until SIGTERM/SIGINT, reloading tools
+    /// and config as they change.
+    ///
+    /// # Errors
+    ///
+    /// The settings are invalid or the address cannot be bound.
+    pub async fn serve_http(self: &Arc<Self>, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+        let http = &self.options.config.http;
+        let settings = http::HttpSettings {
+            addr,
+            allowed_hosts: http.allowed_hosts.clone(),
+            allowed_origins: http.allowed_origins.clone(),
+            token: http.token.clone(),
+            max_body_bytes: http.max_body_bytes,
+            max_concurrent_requests: http.max_concurrent_requests,
+            shutdown_grace: std::time::Duration::from_millis(http.shutdown_grace_ms),
+        };
+        settings.validate()?;
+        let _watch = match watch::watch(Arc::clone(self)) {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
+                None
+            }
+        };
+        http::serve(Arc::clone(self), settings, shutdown_signal()).await
+    }
+
     /// Serve MCP on stdin/stdout until the client closes stdin, reloading
     /// tools and config as they change.
     ///
@@ -144,5 +174,25 @@ impl Host {
         let reason = running.waiting().await.context("MCP session failed")?;
         tracing::info!(?reason, "MCP session ended");
         Ok(())
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            tracing::warn!("cannot install signal handlers; stop with SIGKILL");
+            std::future::pending::<()>().await;
+        }
     }
 }

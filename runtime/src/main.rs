@@ -29,8 +29,17 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (stdin/stdout) with the tools in the tools folder.
-    Serve(Common),
+    /// Serve MCP with the tools in the tools folder: over stdio
+    /// (stdin/stdout), or over Streamable HTTP with `--http`.
+    Serve {
+        #[command(flatten)]
+        common: Common,
+        /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio, e.g.
+        /// `127.0.0.1:8080`. Non-loopback addresses need a bearer token
+        /// (`http.token_file` or `http.token_env` in the config).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
     /// List the tools folder: every tool, and every file that failed to load
     /// with the reason.
     List {
@@ -111,9 +120,12 @@ fn init_tracing() {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(common) => {
+        Command::Serve { common, http } => {
             let host = Arc::new(Host::load(options(&common)?).await?);
-            host.serve_stdio().await?;
+            match http {
+                Some(addr) => host.serve_http(addr).await?,
+                None => host.serve_stdio().await?,
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::List { common, json } => {

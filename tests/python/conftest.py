@@ -203,3 +203,59 @@ class RawServer:
             message = json.loads(line)
             assert message.get("jsonrpc") == "2.0", line
         return rest
+
+
+class HttpServer:
+    """`toolcage serve --http` on a free loopback port (or ADDR)."""
+
+    def __init__(self, s: Setup, addr: str = "127.0.0.1:0", env: dict | None = None):
+        import re
+        import time
+
+        self.stderr = open(s.stderr_path, "a")
+        self.setup = s
+        self.proc = subprocess.Popen(
+            [str(BIN), *s.args(), "--http", addr],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env={**os.environ, "TOOLCAGE_LOG": "info,toolcage=debug,rmcp=warn", **(env or {})},
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            match = re.search(r"listening on http://([\d.:\[\]]+)/mcp", s.stderr())
+            if match:
+                self.port = int(match.group(1).rsplit(":", 1)[1])
+                self.url = f"http://127.0.0.1:{self.port}/mcp"
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {s.stderr()[-2000:]}")
+            time.sleep(0.05)
+        raise RuntimeError("server did not start listening")
+
+    def stop(self, sig=None) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig or signal.SIGTERM)
+        code = self.proc.wait(timeout=60)
+        self.stderr.close()
+        return code
+
+
+@asynccontextmanager
+async def http_session(url: str, era: str, headers: dict | None = None, **kwargs):
+    """An MCP session over Streamable HTTP, negotiated in `era`."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    kwargs.setdefault("read_timeout_seconds", 120)
+    async with httpx2.AsyncClient(headers=headers or {}, timeout=httpx2.Timeout(120)) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write, **kwargs) as client:
+                if era == MODERN:
+                    await client.discover()
+                else:
+                    await client.initialize()
+                assert client.protocol_version == era
+                yield client

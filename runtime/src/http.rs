@@ -1,0 +1,286 @@
+//! Streamable HTTP: MCP at `POST/GET/DELETE /mcp`.
+//!
+//! rmcp's `StreamableHttpService` does the protocol: 2026-07-28 requests are
+//! served statelessly (each request carries its version in `_meta`), older
+//! clients get sessions (`Mcp-Session-Id`). It also validates `Host`
+//! (DNS-rebinding protection), `Origin`, the body size and the
+//! `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers. This module puts
+//! in front of it what a network-facing server needs besides:
+//!
+//! - a bearer token, compared in constant time, required for any bind that
+//!   is not loopback (the server refuses to start without one);
+//! - a cap on requests in progress: past it, `503` with `Retry-After`, never
+//!   an unbounded queue;
+//! - graceful shutdown: on SIGTERM/SIGINT stop accepting, let requests in
+//!   flight finish up to a deadline, then cancel what is left.
+//!
+//! Secure defaults: the `Host` allow-list is the loopback names plus the
+//! bound address; any request with an `Origin` header must match the
+//! allow-list, which is empty unless configured (browsers always send
+//! `Origin`; non-browser clients do not).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower_service::Service as _;
+
+use crate::Host;
+use crate::protocol::McpServer;
+
+/// The MCP endpoint's path.
+pub const ENDPOINT: &str = "/mcp";
+
+/// Everything the HTTP server needs besides the host.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Accepted `Host` header values (host or host:port).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values (e.g. `https://app.example.com:443`).
+    pub allowed_origins: Vec<String>,
+    /// The bearer token clients must send, if any.
+    pub token: Option<String>,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Requests in progress at once; more get 503.
+    pub max_concurrent_requests: usize,
+    /// How long a shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
+}
+
+impl HttpSettings {
+    /// Check the settings before binding.
+    ///
+    /// # Errors
+    ///
+    /// A non-loopback address without a token.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            anyhow::bail!(
+                "refusing to listen on `{}` without a bearer token: set `http.token_file` \
+                 or `http.token_env` in the config (never on the command line), or bind a \
+                 loopback address such as 127.0.0.1",
+                self.addr
+            );
+        }
+        Ok(())
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// Serve MCP over HTTP until `shutdown` resolves, then drain.
+///
+/// # Errors
+///
+/// The settings are invalid or the address cannot be bound.
+pub async fn serve(
+    host: Arc<Host>,
+    settings: HttpSettings,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    settings.validate()?;
+    let listener = TcpListener::bind(settings.addr)
+        .await
+        .with_context(|| format!("cannot listen on `{}`", settings.addr))?;
+    let local = listener.local_addr()?;
+    // The one line tests and operators look for; the port is real even
+    // when `:0` was asked for.
+    tracing::info!(addr = %local, "listening on http://{local}{ENDPOINT}");
+
+    let mut allowed_hosts = settings.allowed_hosts.clone();
+    for name in ["localhost", "127.0.0.1", "::1"] {
+        allowed_hosts.push(name.to_owned());
+    }
+    if !local.ip().is_unspecified() {
+        allowed_hosts.push(local.ip().to_string());
+    }
+    let calls_cancel = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(settings.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_json_response(true)
+        .with_cancellation_token(calls_cancel.clone());
+    let mcp = {
+        let dispatcher = Arc::clone(&host.dispatcher);
+        let notifier = Arc::clone(&host.notifier);
+        StreamableHttpService::new(
+            move || {
+                Ok(McpServer::new(
+                    Arc::clone(&dispatcher),
+                    Arc::clone(&notifier),
+                ))
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        )
+    };
+    let gate = Arc::new(Gate {
+        token: settings.token.clone(),
+        permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
+        mcp,
+    });
+
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = hyper::server::conn::http1::Builder::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let gate = Arc::clone(&gate);
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let gate = Arc::clone(&gate);
+            async move { Ok::<_, Infallible>(gate.handle(request).await) }
+        });
+        let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%peer, %error, "connection ended with an error");
+            }
+        });
+    }
+    tracing::info!(
+        grace_ms = settings.shutdown_grace.as_millis() as u64,
+        "shutting down: finishing requests in flight"
+    );
+    drop(listener);
+    if tokio::time::timeout(settings.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still running at the shutdown deadline; cancelling them");
+    }
+    calls_cancel.cancel();
+    Ok(())
+}
+
+/// Authentication and admission in front of rmcp.
+struct Gate {
+    token: Option<String>,
+    permits: Arc<Semaphore>,
+    mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+}
+
+impl Gate {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != ENDPOINT {
+            return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+        }
+        if let Some(token) = &self.token {
+            let presented = request
+                .headers()
+                .get(hyper::header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "));
+            if !presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
+                let mut response = plain(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized: send `Authorization: Bearer <token>`",
+                );
+                response.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    hyper::header::HeaderValue::from_static("Bearer"),
+                );
+                return response;
+            }
+        }
+        let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many requests in progress; retry shortly",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("1"),
+            );
+            return response;
+        };
+        let mut mcp = self.mcp.clone();
+        // Infallible: rmcp answers every request with a response.
+        match mcp.call(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+fn plain(status: StatusCode, message: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(message.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Equal-length-independent comparison whose time depends only on the
+/// lengths, not on where the inputs first differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut difference = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        difference |= x ^ y;
+    }
+    difference == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+    }
+
+    #[test]
+    fn public_binds_need_a_token() {
+        let mut settings = HttpSettings {
+            addr: "0.0.0.0:8080".parse().expect("addr"),
+            allowed_hosts: vec![],
+            allowed_origins: vec![],
+            token: None,
+            max_body_bytes: 1,
+            max_concurrent_requests: 1,
+            shutdown_grace: Duration::from_secs(1),
+        };
+        let error = settings.validate().expect_err("no token").to_string();
+        assert!(error.contains("without a bearer token"), "{error}");
+        settings.token = Some("t".into());
+        assert!(settings.validate().is_ok());
+        settings.addr = "127.0.0.1:0".parse().expect("addr");
+        settings.token = None;
+        assert!(settings.validate().is_ok());
+    }
+}
