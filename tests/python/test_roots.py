@@ -364,3 +364,28 @@ def test_without_grants_a_tool_sees_no_files(setup, tree):
     result = setup.run("read_text_file", f'{{"path": "{tree.rw / "hello.txt"}"}}', command="call")
     assert result.returncode == 1
     assert "hello from rw" not in result.stdout
+
+
+async def test_over_http_each_session_has_its_own_roots(setup, tree):
+    from conftest import HttpServer, http_session
+
+    setup.add("fs")
+    setup.write_config(tree.config())
+    srv = HttpServer(setup)
+    try:
+        sub = {"path": str(tree.rw / "sub" / "in-sub.txt")}
+        other = {"path": str(tree.rw / "other" / "in-other.txt")}
+        async with http_session(srv.url, LEGACY, list_roots_callback=roots_callback(tree.rw / "sub")) as a:
+            async with http_session(srv.url, LEGACY, list_roots_callback=roots_callback(tree.rw / "other")) as b:
+                for _ in range(3):
+                    assert not (await a.call_tool("read_text_file", sub)).is_error
+                    assert_refused(await a.call_tool("read_text_file", other))
+                    assert not (await b.call_tool("read_text_file", other)).is_error
+                    assert_refused(await b.call_tool("read_text_file", sub))
+            # A 2026-07-28 request alongside gets the grants as configured.
+            async with http_session(srv.url, MODERN) as c:
+                assert not (await c.call_tool("read_text_file", sub)).is_error
+                assert not (await c.call_tool("read_text_file", other)).is_error
+    finally:
+        srv.stop()
+    tree.assert_untouched()
