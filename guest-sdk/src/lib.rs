@@ -472,6 +472,101 @@ pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
     let _ = (done, total, message);
 }
 
+pub use bindings::toolcage::tool::host::{
+    ElicitResponse, Role, SamplingMessage, SamplingRequest, SamplingResponse,
+};
+
+/// Ask the user for confirmation or values (MCP elicitation).
+/// `requested_schema` is a flat JSON object schema of primitive properties.
+///
+/// Ask before acting: on 2026-07-28 clients the whole call is replayed from
+/// the start once the user answers, so the same questions must come in the
+/// same order for the same arguments.
+///
+/// # Errors
+///
+/// The client cannot elicit, or the request is malformed; the message says
+/// which and is fit to return to the model.
+pub fn elicit(message: &str, requested_schema: &Value) -> Result<ElicitResponse, String> {
+    #[cfg(target_family = "wasm")]
+    return bindings::toolcage::tool::host::elicit(message, &requested_schema.to_string());
+    #[cfg(not(target_family = "wasm"))]
+    {
+        let _ = (message, requested_schema);
+        Err("elicitation needs the toolcage host".into())
+    }
+}
+
+/// Ask the user a yes/no question: `Ok(true)` only if they accept.
+///
+/// # Errors
+///
+/// As for [`elicit`].
+pub fn confirm(message: &str) -> Result<bool, String> {
+    let schema = serde_json::json!({"type": "object", "properties": {}});
+    Ok(matches!(
+        elicit(message, &schema)?,
+        ElicitResponse::Accept(_)
+    ))
+}
+
+/// Ask the user for the fields of `T` (a struct of primitive fields):
+/// `Ok(Some(value))` if they answer, `Ok(None)` if they decline or cancel.
+///
+/// # Errors
+///
+/// As for [`elicit`], or the answer does not fit `T`.
+pub fn ask<T: DeserializeOwned + JsonSchema>(message: &str) -> Result<Option<T>, String> {
+    let full = schemars::schema_for!(T).to_value();
+    // Elicitation schemas are restricted: keep only the object's shape.
+    let mut schema = serde_json::Map::new();
+    for key in ["type", "properties", "required"] {
+        if let Some(value) = full.get(key) {
+            schema.insert(key.to_owned(), value.clone());
+        }
+    }
+    match elicit(message, &Value::Object(schema))? {
+        ElicitResponse::Accept(json) => serde_json::from_str(&json)
+            .map(Some)
+            .map_err(|error| format!("the answer does not fit the question: {error}")),
+        ElicitResponse::Decline | ElicitResponse::Cancel => Ok(None),
+    }
+}
+
+/// Ask the client's model to complete `prompt` (at most `max_tokens`).
+///
+/// # Errors
+///
+/// The operator has not allowed this tool to sample, the client cannot, or
+/// the user refused.
+pub fn sample(prompt: &str, max_tokens: u32) -> Result<String, String> {
+    sample_with(SamplingRequest {
+        messages: vec![SamplingMessage {
+            role: Role::User,
+            text: prompt.to_owned(),
+        }],
+        system_prompt: None,
+        max_tokens,
+        temperature: None,
+    })
+    .map(|response| response.text)
+}
+
+/// Ask the client's model for a completion of a conversation.
+///
+/// # Errors
+///
+/// As for [`sample`].
+pub fn sample_with(request: SamplingRequest) -> Result<SamplingResponse, String> {
+    #[cfg(target_family = "wasm")]
+    return bindings::toolcage::tool::host::sample(&request);
+    #[cfg(not(target_family = "wasm"))]
+    {
+        let _ = request;
+        Err("sampling needs the toolcage host".into())
+    }
+}
+
 /// Log at debug level, `format!`-style.
 #[macro_export]
 macro_rules! debug {

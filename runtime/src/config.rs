@@ -96,6 +96,9 @@ pub struct Policy {
     /// Host directories the tool may reach (before narrowing by the client's
     /// roots). Empty: no files at all.
     pub roots: Vec<Grant>,
+    /// Whether the tool may ask the client's model for completions (it
+    /// spends the user's tokens). Off unless the operator turns it on.
+    pub allow_sampling: bool,
 }
 
 /// A directory granted to a tool.
@@ -486,6 +489,7 @@ struct RawPolicy {
     max_result_kib: Option<u64>,
     max_concurrent: Option<u32>,
     roots: Option<Vec<RawRoot>>,
+    allow_sampling: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -533,7 +537,11 @@ impl RawPolicy {
                 roots
             }
         };
-        Ok(Policy { limits, roots })
+        Ok(Policy {
+            limits,
+            roots,
+            allow_sampling: self.allow_sampling.unwrap_or(base.allow_sampling),
+        })
     }
 
     /// The limit overrides applied over `base`, each checked against its range.

@@ -21,7 +21,10 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{LoadedTool, Registry};
 use crate::config::Config;
 use crate::roots::effective_roots;
-use crate::sandbox::{CallSpec, CapturedOutput, Content, EventSink, Sandbox, ToolResult};
+use crate::sandbox::{
+    CallFailure, CallSpec, CapturedOutput, ClientServices, Content, EventSink, PendingInput,
+    Sandbox, ToolResult,
+};
 
 /// Runs calls against the current catalog.
 pub struct Dispatcher {
@@ -42,6 +45,8 @@ pub struct CallContext<'a> {
     /// The client's roots, if it declared the capability; they narrow the
     /// tool's grants.
     pub client_roots: Option<&'a [PathBuf]>,
+    /// Elicitation and sampling through the client, if there is one.
+    pub services: Option<Arc<dyn ClientServices>>,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -61,6 +66,9 @@ pub struct CallOutput {
     pub structured: Option<Value>,
     /// Whether it is an error result.
     pub is_error: bool,
+    /// Set when the call stopped to ask the client first (2026-07-28): the
+    /// protocol layer turns it into an input-required result.
+    pub input_required: Option<PendingInput>,
 }
 
 impl CallOutput {
@@ -70,6 +78,7 @@ impl CallOutput {
             content: vec![Content::Text(message.into())],
             structured: None,
             is_error: true,
+            input_required: None,
         }
     }
 }
@@ -130,6 +139,7 @@ impl Dispatcher {
             events,
             cancel,
             client_roots,
+            services,
         } = context;
         let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
             return Err(DispatchError::UnknownTool(name.to_owned()));
@@ -166,6 +176,8 @@ impl Dispatcher {
                 limits: &limits,
                 roots: &roots,
                 events,
+                services,
+                sampling_allowed: policy.allow_sampling,
                 cancel,
             })
             .await;
@@ -174,9 +186,16 @@ impl Dispatcher {
 
         let output = match report.outcome {
             Ok(result) => check_output(&tool, result),
+            Err(CallFailure::InputRequired(pending)) => CallOutput {
+                content: Vec::new(),
+                structured: None,
+                is_error: false,
+                input_required: Some(pending),
+            },
             Err(failure) => CallOutput::error(format!("tool `{name}` {failure}")),
         };
         let outcome = match (&output.is_error, &output.content.first()) {
+            _ if output.input_required.is_some() => "input required".to_owned(),
             (false, _) => "ok".to_owned(),
             (true, Some(Content::Text(text))) => format!("error: {}", first_line(text)),
             (true, _) => "error".to_owned(),
@@ -234,6 +253,7 @@ fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
         content: result.content,
         structured,
         is_error: result.is_error,
+        input_required: None,
     }
 }
 

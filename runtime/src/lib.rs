@@ -14,6 +14,8 @@
 //!   client's roots.
 //! - [`dispatch`]: one call, end to end: argument validation, permits, the
 //!   sandboxed run, output checks, the audit record.
+//! - [`services`]: elicitation and sampling for tools: requests to the
+//!   client (2025-x) or replay with signed state (2026-07-28).
 //! - [`protocol`]: the MCP handler over rmcp; the only module that knows
 //!   the wire format.
 //! - [`stdio`]: the stdio transport that answers malformed lines.
@@ -32,6 +34,7 @@ pub mod http;
 pub mod protocol;
 pub mod roots;
 pub mod sandbox;
+pub mod services;
 pub mod stdio;
 pub mod watch;
 

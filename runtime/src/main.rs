@@ -168,6 +168,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 events: Some(events),
                 cancel: &cancel,
                 client_roots: None,
+                services: None,
             };
             let output = match host.dispatcher.call(&tool, Some(arguments), context).await {
                 Ok(output) => output,

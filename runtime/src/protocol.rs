@@ -25,10 +25,11 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerInfo,
-    SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    CustomResult, ErrorCode, Implementation, InputRequest, InputRequiredResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceContents,
+    ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscriptionFilter, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -38,6 +39,10 @@ use crate::catalog::ToolDescriptor;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher};
 use crate::roots::file_uri_path;
 use crate::sandbox::{Content, GuestEvent, LogLevel, ResourceBody};
+use crate::sandbox::{PendingAsk, PendingInput};
+use crate::services::{
+    self, Capabilities, PeerServices, ReplayServices, call_digest, sign_state, verify_state,
+};
 
 /// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
 /// reload can change the set at any moment and change notifications only
@@ -276,7 +281,36 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let client_roots = self.client_roots(&ctx.peer, is_stateless(&ctx)).await;
+        let stateless = is_stateless(&ctx);
+        let client_roots = self.client_roots(&ctx.peer, stateless).await;
+        let capabilities = ctx
+            .client_capabilities()
+            .map(|caps| Capabilities {
+                elicit: caps.elicitation.is_some(),
+                sample: caps.sampling.is_some(),
+            })
+            .unwrap_or_default();
+        let arguments_value =
+            serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let digest = call_digest(&request.name, &arguments_value);
+        let (services, answers) = if stateless {
+            // Answers so far: those carried in the signed state, plus the
+            // ones this retry brings.
+            let mut answers = match &request.request_state {
+                Some(state) => verify_state(state, &digest)
+                    .map_err(|reason| McpError::invalid_params(reason, None))?,
+                None => std::collections::BTreeMap::new(),
+            };
+            answers.extend(request.input_responses.clone().unwrap_or_default());
+            let replay = ReplayServices::new(answers.clone(), capabilities);
+            (services::shared(replay), answers)
+        } else {
+            let peer_services = PeerServices {
+                peer: ctx.peer.clone(),
+                capabilities,
+            };
+            (services::shared(peer_services), Default::default())
+        };
         let (events, forwarder) = EventForwarder::start(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
@@ -291,6 +325,7 @@ impl ServerHandler for McpServer {
                     events: Some(events),
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
+                    services: Some(services),
                 },
             )
             .await;
@@ -298,7 +333,10 @@ impl ServerHandler for McpServer {
         // notification it queued is written, so none trails the response.
         let _ = forwarder.await;
         match result {
-            Ok(output) => Ok(to_mcp_result(output).into()),
+            Ok(output) => match output.input_required.clone() {
+                Some(pending) => input_required(pending, &digest, &answers),
+                None => Ok(to_mcp_result(output).into()),
+            },
             Err(error @ DispatchError::UnknownTool(_)) => Err(McpError::invalid_params(
                 format!("{error}; call tools/list for the available tools"),
                 None,
@@ -372,6 +410,26 @@ impl ServerHandler for McpServer {
             ))
         }
     }
+}
+
+/// The input-required result for a call that stopped on `pending`.
+fn input_required(
+    pending: PendingInput,
+    digest: &str,
+    answers: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Result<CallToolResponse, McpError> {
+    let request = match &pending.ask {
+        PendingAsk::Elicit { message, schema } => services::elicit_request(message, schema),
+        PendingAsk::Sample(request) => services::sample_request(request),
+    };
+    let request: InputRequest = serde_json::from_value(request).map_err(|error| {
+        McpError::internal_error(format!("cannot build the input request: {error}"), None)
+    })?;
+    let requests = std::collections::BTreeMap::from([(pending.key, request)]);
+    Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+        Some(requests),
+        Some(sign_state(digest, answers)),
+    )))
 }
 
 fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {

@@ -39,11 +39,16 @@ mod bindings {
     wasmtime::component::bindgen!({
         path: "../guest-sdk/wit",
         world: "tool-component",
+        imports: {
+            "toolcage:tool/host.elicit": async | trappable,
+            "toolcage:tool/host.sample": async | trappable,
+        },
         exports: { default: async },
     });
 }
 
 pub use bindings::ToolComponentPre;
+use bindings::toolcage::tool::host as wit_host;
 use bindings::toolcage::tool::host::Level as WitLevel;
 use bindings::toolcage::tool::types as wit;
 
@@ -205,7 +210,7 @@ impl Sandbox {
         pre: &ToolComponentPre<HostState>,
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
-        let mut run = self.start(limits, &[], None);
+        let mut run = self.start(limits, &[], None, None, false);
         let cancel = CancellationToken::new();
         let outcome = run
             .run(limits, &cancel, async |store| {
@@ -228,10 +233,12 @@ impl Sandbox {
             limits,
             roots,
             events,
+            services,
+            sampling_allowed,
             cancel,
         } = spec;
         let started = Instant::now();
-        let mut run = self.start(limits, roots, events);
+        let mut run = self.start(limits, roots, events, services, sampling_allowed);
         let outcome = run
             .run(limits, cancel, async |store| {
                 let instance = pre.instantiate_async(&mut *store).await?;
@@ -252,7 +259,14 @@ impl Sandbox {
         }
     }
 
-    fn start(&self, limits: &Limits, roots: &[EffectiveRoot], events: Option<EventSink>) -> Run {
+    fn start(
+        &self,
+        limits: &Limits,
+        roots: &[EffectiveRoot],
+        events: Option<EventSink>,
+        services: Option<Arc<dyn ClientServices>>,
+        sampling_allowed: bool,
+    ) -> Run {
         let stdout = Capture::new();
         let stderr = Capture::new();
         // Deny by default: no env, no args, no sockets, stdin closed; files
@@ -276,6 +290,8 @@ impl Sandbox {
             },
             events,
             log_messages: 0,
+            services,
+            sampling_allowed,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -337,6 +353,10 @@ pub struct CallSpec<'a> {
     pub roots: &'a [EffectiveRoot],
     /// Where guest events go.
     pub events: Option<EventSink>,
+    /// Elicitation and sampling through the client, if it has a client.
+    pub services: Option<Arc<dyn ClientServices>>,
+    /// Whether the operator lets this tool sample.
+    pub sampling_allowed: bool,
     /// Cancellation.
     pub cancel: &'a CancellationToken,
 }
@@ -402,6 +422,9 @@ impl Run {
                 limit_bytes: limits.memory_bytes,
             };
         }
+        if let Some(pending) = error.downcast_ref::<PendingInput>() {
+            return CallFailure::InputRequired(pending.clone());
+        }
         let full = format!("{error:?}");
         tracing::debug!(error = %full, "guest trapped");
         match error.downcast_ref::<Trap>() {
@@ -446,7 +469,7 @@ fn panic_message(stderr: &[u8]) -> Option<String> {
 }
 
 /// Why a call (or `describe`) did not produce a result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallFailure {
     /// Ran out of fuel.
     #[error("ran out of fuel (limit {limit})")]
@@ -486,6 +509,9 @@ pub enum CallFailure {
     /// Was cancelled by the client.
     #[error("was cancelled")]
     Cancelled,
+    /// Stopped to ask the client something first (2026-07-28 replay).
+    #[error("needs input from the client")]
+    InputRequired(PendingInput),
 }
 
 /// Why a component could not be loaded.
@@ -575,6 +601,8 @@ pub struct HostState {
     limiter: CallLimiter,
     events: Option<EventSink>,
     log_messages: u32,
+    services: Option<Arc<dyn ClientServices>>,
+    sampling_allowed: bool,
 }
 
 impl WasiView for HostState {
@@ -603,6 +631,70 @@ impl bindings::toolcage::tool::host::Host for HostState {
         tracing::debug!(?level, %message, "guest log");
         if let Some(events) = &self.events {
             events(GuestEvent::Log { level, message });
+        }
+    }
+
+    async fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> wasmtime::Result<Result<wit_host::ElicitResponse, String>> {
+        let Some(services) = self.services.clone() else {
+            return Ok(Err("elicitation is not available here (no client)".into()));
+        };
+        let schema: serde_json::Value = match serde_json::from_str(&requested_schema) {
+            Ok(schema @ serde_json::Value::Object(_)) => schema,
+            _ => return Ok(Err("the requested schema is not a JSON object".into())),
+        };
+        match services.elicit(message, schema).await {
+            Ok(ElicitAnswer::Accept(values)) => {
+                Ok(Ok(wit_host::ElicitResponse::Accept(values.to_string())))
+            }
+            Ok(ElicitAnswer::Decline) => Ok(Ok(wit_host::ElicitResponse::Decline)),
+            Ok(ElicitAnswer::Cancel) => Ok(Ok(wit_host::ElicitResponse::Cancel)),
+            Err(ServiceError::Refused(reason)) => Ok(Err(reason)),
+            Err(ServiceError::InputRequired(pending)) => Err(wasmtime::Error::new(pending)),
+        }
+    }
+
+    async fn sample(
+        &mut self,
+        request: wit_host::SamplingRequest,
+    ) -> wasmtime::Result<Result<wit_host::SamplingResponse, String>> {
+        if !self.sampling_allowed {
+            return Ok(Err(
+                "this tool may not sample: it spends the user's tokens, and the operator \
+                 has not allowed it (`allow_sampling = true` in the tool's config)"
+                    .into(),
+            ));
+        }
+        let Some(services) = self.services.clone() else {
+            return Ok(Err("sampling is not available here (no client)".into()));
+        };
+        let request = SampleRequest {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|m| {
+                    let role = match m.role {
+                        wit_host::Role::User => "user",
+                        wit_host::Role::Assistant => "assistant",
+                    };
+                    (role.to_owned(), m.text)
+                })
+                .collect(),
+            system_prompt: request.system_prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+        };
+        match services.sample(request).await {
+            Ok(answer) => Ok(Ok(wit_host::SamplingResponse {
+                text: answer.text,
+                model: answer.model,
+                stop_reason: answer.stop_reason,
+            })),
+            Err(ServiceError::Refused(reason)) => Ok(Err(reason)),
+            Err(ServiceError::InputRequired(pending)) => Err(wasmtime::Error::new(pending)),
         }
     }
 
@@ -784,6 +876,88 @@ pub enum GuestEvent {
         /// A message, if any.
         message: Option<String>,
     },
+}
+
+/// Elicitation and sampling through the caller's client. The protocol
+/// layer implements it per era: a request to the client (2025-x), or replay
+/// with answers gathered so far (2026-07-28).
+pub trait ClientServices: Send + Sync {
+    /// Ask the user `message`, with a form described by `schema`.
+    fn elicit(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer>;
+    /// Ask the client's model for a completion.
+    fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer>;
+}
+
+/// What a [`ClientServices`] call returns.
+pub type ServiceFuture<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServiceError>> + Send>>;
+
+/// The user's answer to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitAnswer {
+    /// Accepted, with these values (a JSON object).
+    Accept(serde_json::Value),
+    /// Declined.
+    Decline,
+    /// Dismissed.
+    Cancel,
+}
+
+/// A completion request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRequest {
+    /// `(role, text)` pairs; role is `user` or `assistant`.
+    pub messages: Vec<(String, String)>,
+    /// System prompt.
+    pub system_prompt: Option<String>,
+    /// Token cap.
+    pub max_tokens: u32,
+    /// Temperature.
+    pub temperature: Option<f64>,
+}
+
+/// A completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleAnswer {
+    /// Its text.
+    pub text: String,
+    /// The model.
+    pub model: String,
+    /// Why it stopped.
+    pub stop_reason: Option<String>,
+}
+
+/// Why a service call did not return an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServiceError {
+    /// Refused or impossible; the message goes to the guest.
+    Refused(String),
+    /// Not known yet: stop the call and ask the client (replay).
+    InputRequired(PendingInput),
+}
+
+/// A question the call stopped on, keyed so a replay can find its answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("input required: `{key}`")]
+pub struct PendingInput {
+    /// Stable key of the question within the call (`elicit-0`, ...).
+    pub key: String,
+    /// The question.
+    pub ask: PendingAsk,
+}
+
+/// The kind of question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingAsk {
+    /// An elicitation.
+    Elicit {
+        /// The message.
+        message: String,
+        /// The form schema.
+        schema: serde_json::Value,
+    },
+    /// A completion.
+    Sample(SampleRequest),
 }
 
 /// Where a call's [`GuestEvent`]s go. Called on the runtime thread running

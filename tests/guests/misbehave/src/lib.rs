@@ -201,7 +201,51 @@ fn make_symlink(args: SymlinkArgs) -> Result<Output, String> {
     Err(format!("`{}` is under no preopened directory", args.link))
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Person {
+    /// Your name.
+    name: String,
+    /// Your age.
+    age: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Greeting {
+    greeting: String,
+}
+
+/// Ask the user for their name and age, then greet them.
+#[tool]
+fn ask_user() -> Result<Greeting, String> {
+    match toolcage_guest::ask::<Person>("Who are you?")? {
+        Some(person) => Ok(Greeting {
+            greeting: format!("Hello {}, {}!", person.name, person.age),
+        }),
+        None => Ok(Greeting {
+            greeting: "The user would not say.".into(),
+        }),
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SummarizeArgs {
+    /// Text to summarise.
+    text: String,
+}
+
+/// Ask the client's model to summarise a text, after confirming with the user.
+#[tool]
+fn summarize(args: SummarizeArgs) -> Result<Output, String> {
+    if !toolcage_guest::confirm("Spend tokens on a summary?")? {
+        return Err("the user said no".into());
+    }
+    let summary = toolcage_guest::sample(&format!("Summarise: {}", args.text), 100)?;
+    Ok(Output::text(format!("summary: {summary}")))
+}
+
 export!(
+    ask_user,
+    summarize,
     make_symlink,
     spin,
     grow_memory,
