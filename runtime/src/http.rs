@@ -108,10 +108,16 @@ pub async fn serve(
     if !local.ip().is_unspecified() {
         allowed_hosts.push(local.ip().to_string());
     }
+    // A page the server itself serves (same scheme, host and port) is not a
+    // cross-origin caller; every other origin must be configured.
+    let mut allowed_origins = settings.allowed_origins.clone();
+    for name in ["127.0.0.1", "localhost", "[::1]"] {
+        allowed_origins.push(format!("http://{name}:{}", local.port()));
+    }
     let calls_cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(settings.allowed_origins.clone())
+        .with_allowed_origins(allowed_origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(settings.max_body_bytes)
         .with_json_response(true)

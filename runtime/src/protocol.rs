@@ -373,8 +373,12 @@ impl ServerHandler for McpServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            // Removed in 2026-07-28: the level travels in each request's _meta.
+            return Err(method_not_found("logging/setLevel"));
+        }
         if let Ok(mut level) = self.log_level.lock() {
             *level = Some(request.level);
         }
@@ -384,8 +388,13 @@ impl ServerHandler for McpServer {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
+        // Methods 2026-07-28 removed are unknown to a request of that era.
+        const REMOVED_IN_2026: &[&str] = &["initialize", "ping", "logging/setLevel"];
+        if is_stateless(&ctx) && REMOVED_IN_2026.contains(&request.method.as_str()) {
+            return Err(method_not_found(&request.method));
+        }
         // rmcp parses a known method whose params do not fit its type into
         // this catch-all; the right answer for those is invalid params.
         const KNOWN: &[&str] = &[
@@ -403,13 +412,17 @@ impl ServerHandler for McpServer {
                 request.params,
             ))
         } else {
-            Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("method not found: `{}`", request.method),
-                None,
-            ))
+            Err(method_not_found(&request.method))
         }
     }
+}
+
+fn method_not_found(method: &str) -> McpError {
+    McpError::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: `{method}`"),
+        None,
+    )
 }
 
 /// The input-required result for a call that stopped on `pending`.

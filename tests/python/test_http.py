@@ -81,6 +81,11 @@ def test_origin_and_host_are_checked(server):
     assert ok[0] == 200, ok  # no Origin: a non-browser client
     foreign = post(server.url, call_body(), {**modern_headers(), "Origin": "https://evil.example"})
     assert foreign[0] == 403
+    other_port = post(server.url, call_body(), {**modern_headers(), "Origin": f"http://127.0.0.1:{server.port + 1}"})
+    assert other_port[0] == 403
+    # The server's own origin is not cross-origin.
+    own = post(server.url, call_body(), {**modern_headers(), "Origin": f"http://127.0.0.1:{server.port}"})
+    assert own[0] == 200, own
     rebinding = post(server.url, call_body(), {**modern_headers(), "Host": "evil.example"})
     assert rebinding[0] == 403
 
@@ -92,6 +97,16 @@ def test_wrong_protocol_headers_are_400(server):
     assert status == 400, text
     status, _, text = post(server.url, call_body(), {**modern_headers(), "MCP-Protocol-Version": "1999-01-01"})
     assert status == 400, text
+
+
+def test_methods_removed_in_2026_are_not_found_for_2026_requests(server):
+    for method in ["initialize", "logging/setLevel", "ping"]:
+        params = {"_meta": META}
+        if method == "logging/setLevel":
+            params["level"] = "debug"
+        body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+        status, _, text = post(server.url, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
+        assert status == 404 and "-32601" in text, (method, status, text)
 
 
 def test_unknown_method_and_unknown_path(server):
