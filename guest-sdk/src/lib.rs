@@ -315,6 +315,23 @@ impl ToolDef {
         self
     }
 
+    /// Use `schema` as the input schema instead of the one derived from the
+    /// argument type: for schemas a Rust type cannot express (`if`/`then`,
+    /// `$anchor`, vendor keywords). The host validates arguments against it
+    /// before the call; take `serde_json::Value` as the argument type to
+    /// receive them as they are.
+    pub fn with_input_schema(mut self, schema: fn() -> Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Use `schema` as the output schema instead of the derived one (or
+    /// none).
+    pub fn with_output_schema(mut self, schema: fn() -> Option<Value>) -> Self {
+        self.output_schema = schema;
+        self
+    }
+
     /// Set the behaviour hints.
     pub fn annotations(mut self, annotations: Annotations) -> Self {
         self.annotations = annotations;
@@ -672,6 +689,22 @@ mod tests {
             panic!("expected success");
         };
         assert_eq!(output.structured, Some(json!({"result": "hi"})));
+    }
+
+    #[test]
+    fn schemas_can_be_given_by_hand() {
+        fn raw(args: Value) -> Result<Output, String> {
+            Ok(Output::text(args.to_string()))
+        }
+        let tool = ToolDef::new("raw", "d", raw)
+            .with_input_schema(|| json!({"type": "object", "properties": {"x": {"if": true}}}))
+            .with_output_schema(|| None);
+        assert_eq!(tool.input_schema()["properties"]["x"]["if"], true);
+        assert_eq!(tool.output_schema(), None);
+        let CallOutcome::Ok(output) = tool.call(r#"{"x": 1}"#) else {
+            panic!("expected success");
+        };
+        assert_eq!(output.content, vec![Content::Text(r#"{"x":1}"#.into())]);
     }
 
     #[test]
