@@ -9,7 +9,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, anyhow, bail, ensure};
+use anyhow::{Context as _, bail, ensure};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -22,6 +22,9 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// a new empty temporary folder that is removed after the server exits; as
 /// `--cache-dir {fresh_dir}` it gives every run a cold compile cache.
 pub const FRESH_DIR: &str = "{fresh_dir}";
+
+/// What a server sends when the tools it serves change.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// How long to wait for any one reply. A hung server then fails the
 /// benchmark with an error instead of hanging it forever.
@@ -276,6 +279,17 @@ impl Server {
         Ok(end.duration_since(start))
     }
 
+    /// The instant the next notification `method` from the server was
+    /// read, or `None` if none came by `deadline`; other messages are
+    /// skipped. For use with no request outstanding.
+    pub async fn notification_by(
+        &mut self,
+        method: &str,
+        deadline: Instant,
+    ) -> anyhow::Result<Option<Instant>> {
+        self.reader.notification_by(method, deadline).await
+    }
+
     /// Close stdin (the server's cue to exit) and wait; kill it if it is
     /// still running after 5 s. Warns on stderr when it did not exit cleanly.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
@@ -316,39 +330,75 @@ impl Replies {
         }
     }
 
+    /// The next message, with the instant its line was read, or `None` if
+    /// no whole line came by `deadline`. A line cut off by the deadline is
+    /// kept (`read_until` appends what it read before being cancelled) and
+    /// completed by the next call, so waiting with a deadline never loses or
+    /// splits a message.
+    async fn next_message(
+        &mut self,
+        deadline: Instant,
+    ) -> anyhow::Result<Option<(Value, Instant)>> {
+        let read = match tokio::time::timeout_at(
+            deadline.into(),
+            self.stdout.read_until(b'\n', &mut self.line),
+        )
+        .await
+        {
+            Err(_) => return Ok(None),
+            Ok(read) => read.context("cannot read the server's stdout")?,
+        };
+        let read_at = Instant::now();
+        if read == 0 {
+            bail!(
+                "the server closed its stdout (exited?); rerun with --server-stderr FILE to see why"
+            );
+        }
+        let message = serde_json::from_slice(&self.line).with_context(|| {
+            format!(
+                "the server wrote a line that is not JSON: {}",
+                String::from_utf8_lossy(&self.line).trim_end()
+            )
+        });
+        self.line.clear();
+        Ok(Some((message?, read_at)))
+    }
+
     /// The next message that is a reply (it has an `id` and no `method`),
     /// with the instant its line was read. Notifications and requests from
     /// the server are skipped: this client declared no capabilities, so it
     /// owes them nothing that the benchmark cares about.
     pub async fn next_reply(&mut self) -> anyhow::Result<(Value, Instant)> {
         loop {
-            self.line.clear();
-            let read =
-                tokio::time::timeout(REPLY_TIMEOUT, self.stdout.read_until(b'\n', &mut self.line))
-                    .await
-                    .map_err(|_| {
-                        anyhow!(
-                            "no message from the server in {} s",
-                            REPLY_TIMEOUT.as_secs()
-                        )
-                    })?
-                    .context("cannot read the server's stdout")?;
-            let read_at = Instant::now();
-            if read == 0 {
-                bail!(
-                    "the server closed its stdout (exited?); rerun with --server-stderr FILE to see why"
-                );
-            }
-            let message: Value = serde_json::from_slice(&self.line).with_context(|| {
+            let deadline = Instant::now() + REPLY_TIMEOUT;
+            let (message, read_at) = self.next_message(deadline).await?.with_context(|| {
                 format!(
-                    "the server wrote a line that is not JSON: {}",
-                    String::from_utf8_lossy(&self.line).trim_end()
+                    "no message from the server in {} s",
+                    REPLY_TIMEOUT.as_secs()
                 )
             })?;
             if message.get("method").is_none() && message.get("id").is_some() {
                 return Ok((message, read_at));
             }
         }
+    }
+
+    /// The instant the next notification `method` (a message with that
+    /// `method` and no `id`) was read, or `None` if none came by
+    /// `deadline`. Every other message is skipped.
+    pub async fn notification_by(
+        &mut self,
+        method: &str,
+        deadline: Instant,
+    ) -> anyhow::Result<Option<Instant>> {
+        while let Some((message, read_at)) = self.next_message(deadline).await? {
+            if message.get("id").is_none()
+                && message.get("method").and_then(Value::as_str) == Some(method)
+            {
+                return Ok(Some(read_at));
+            }
+        }
+        Ok(None)
     }
 
     /// The reply to request `id`. With one request outstanding any other
@@ -481,6 +531,61 @@ mod tests {
         assert!(check_call(&json!({"id": 1, "result": {"isError": true}})).is_err());
         assert!(check_call(&json!({"id": 1, "error": {"code": -32602}})).is_err());
         assert!(check_call(&json!({"id": 1})).is_err());
+    }
+
+    /// A "server" that prints `script`'s output (via `sh -c`).
+    #[cfg(unix)]
+    fn shell(script: &str) -> anyhow::Result<Server> {
+        Server::spawn(&ServerCommand {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            stderr: None,
+        })
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn waits_for_a_notification_skipping_other_messages() -> anyhow::Result<()> {
+        let mut server = shell(concat!(
+            r#"printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/message","params":{}}'"#,
+            r#" '{"jsonrpc":"2.0","id":7,"result":{}}'"#,
+            r#" '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'; exec sleep 5"#,
+        ))?;
+        let soon = || Instant::now() + Duration::from_secs(5);
+        assert!(
+            server
+                .notification_by(TOOLS_LIST_CHANGED, soon())
+                .await?
+                .is_some()
+        );
+        // Nothing more comes: the deadline passes.
+        let brief = Instant::now() + Duration::from_millis(100);
+        assert_eq!(
+            server.notification_by(TOOLS_LIST_CHANGED, brief).await?,
+            None
+        );
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_line_cut_by_the_deadline_is_completed_later() -> anyhow::Result<()> {
+        let mut server = shell(concat!(
+            r#"printf '%s' '{"jsonrpc":"2.0","meth'; sleep 0.5;"#,
+            r#" printf '%s\n' 'od":"notifications/tools/list_changed"}'; exec sleep 5"#,
+        ))?;
+        let brief = Instant::now() + Duration::from_millis(100);
+        assert_eq!(
+            server.notification_by(TOOLS_LIST_CHANGED, brief).await?,
+            None
+        );
+        let soon = Instant::now() + Duration::from_secs(5);
+        assert!(
+            server
+                .notification_by(TOOLS_LIST_CHANGED, soon)
+                .await?
+                .is_some()
+        );
+        Ok(())
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! parse per reply) so that it is not the bottleneck, and it needs no
 //! Python.
 //!
-//! Three benchmarks, each over several runs with a fresh server per run:
+//! Four benchmarks, each over several runs with a fresh server per run:
 //!
 //! - `latency`: sequential `tools/call`s (send, wait for the reply, send the
 //!   next) after a warm-up; per run p50/p90/p99/max in microseconds and
@@ -20,6 +20,22 @@
 //! - `startup`: time from spawn to the `tools/list` reply, handshake
 //!   included; min/median/max in milliseconds. With `--idle-rss`, the
 //!   server's resident memory 500 ms after that.
+//! - `reload`: hot-reload latency. The server serves `--tools-dir DIR`
+//!   (the server command must name the same folder; the benchmark creates
+//!   it if missing). Before the server starts, component B is put in
+//!   `DIR/bench.wasm`; then, per change, component A or B (alternately, so
+//!   every change is a real content change) is written to
+//!   `DIR/bench.wasm.part` and renamed to `DIR/bench.wasm`. The time runs
+//!   from the moment the rename returns (the file is complete) to the moment
+//!   the `notifications/tools/list_changed` line is read; it includes the
+//!   server's debounce, rescan and compile-or-cache-load. After each
+//!   notification the benchmark waits `--settle-ms` (300) so that changes
+//!   never merge, and counts any notification it did not expect (`extra`).
+//!   No notification within 30 s is an error. `--warmup` (2) untimed
+//!   changes come first, so that with a compile cache both components are
+//!   in it before timing starts. Per run p50/p90/max in milliseconds, then
+//!   the median across runs of each. `bench.wasm` is removed after each
+//!   run.
 //!
 //! Every `tools/call` reply must have a `result` with `isError` not true, or
 //! the benchmark stops with the reply in the error. The server's stderr is
@@ -29,7 +45,9 @@
 //!
 //! A server argument containing `{fresh_dir}` is replaced, in each run, by a
 //! new empty temporary folder removed afterwards: `--cache-dir {fresh_dir}`
-//! measures a cold compile cache on every run.
+//! measures a cold compile cache on every run. (It cannot be the tools
+//! folder of `reload`, which must be known to the benchmark: give that one
+//! with `--tools-dir`.)
 //!
 //! # Running
 //!
@@ -46,6 +64,14 @@
 //! target/release/toolcage-bench startup --idle-rss -- $SERVER     # warm cache
 //! target/release/toolcage-bench startup -- target/release/toolcage serve \
 //!     --tools /tmp/tc/tools --cache-dir '{fresh_dir}'              # cold cache
+//!
+//! cargo build --release --target wasm32-wasip2 -p versioned
+//! cp target/wasm32-wasip2/release/versioned.wasm /tmp/tc/versioned_v1.wasm
+//! cargo build --release --target wasm32-wasip2 -p versioned --features v2
+//! cp target/wasm32-wasip2/release/versioned.wasm /tmp/tc/versioned_v2.wasm
+//! target/release/toolcage-bench reload --tools-dir /tmp/tc/reload \
+//!     --component-a /tmp/tc/versioned_v1.wasm --component-b /tmp/tc/versioned_v2.wasm \
+//!     -- target/release/toolcage serve --tools /tmp/tc/reload --cache-dir /tmp/tc/cache
 //! ```
 //!
 //! Build the server in release mode: a debug build measures the debug build.
@@ -53,7 +79,7 @@
 mod client;
 mod stats;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -61,11 +87,11 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::client::{CallTemplate, Server, ServerCommand, proc_status_kib};
+use crate::client::{CallTemplate, Server, ServerCommand, TOOLS_LIST_CHANGED, proc_status_kib};
 use crate::stats::Latency;
 
 /// Measure an MCP server over stdio: call latency, pipelined throughput,
-/// startup time.
+/// startup time, hot-reload latency.
 #[derive(Debug, Parser)]
 #[command(name = "toolcage-bench", version)]
 struct Cli {
@@ -81,6 +107,9 @@ enum Command {
     Throughput(ThroughputArgs),
     /// Time from spawn to the `tools/list` reply.
     Startup(StartupArgs),
+    /// Hot reload: time from a component file landing in the tools folder
+    /// to the `notifications/tools/list_changed` it causes.
+    Reload(ReloadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +158,38 @@ struct StartupArgs {
     /// `tools/list`.
     #[arg(long)]
     idle_rss: bool,
+    #[command(flatten)]
+    server: ServerOpts,
+}
+
+#[derive(Debug, Args)]
+struct ReloadArgs {
+    /// The tools folder the server command serves (created if missing).
+    /// The benchmark writes `bench.wasm` in it and removes it after each
+    /// run; other files in it are left alone (and served).
+    #[arg(long, value_name = "DIR")]
+    tools_dir: PathBuf,
+    /// One component; changes alternate A and B over `bench.wasm`.
+    #[arg(long, value_name = "FILE")]
+    component_a: PathBuf,
+    /// Another component, with different bytes from A (it is in
+    /// `bench.wasm` when the server starts).
+    #[arg(long, value_name = "FILE")]
+    component_b: PathBuf,
+    /// Timed changes per run.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    changes: u32,
+    /// Untimed changes per run before the timed ones (the same alternation):
+    /// with a compile cache, they make sure both components are in it.
+    #[arg(long, default_value_t = 2)]
+    warmup: u32,
+    /// Milliseconds to wait after each notification before the next change,
+    /// so that two changes never fall into one debounced reload.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    settle_ms: u64,
+    /// Runs, each with a fresh server.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     #[command(flatten)]
     server: ServerOpts,
 }
@@ -198,6 +259,7 @@ fn main() -> ExitCode {
             Command::Latency(args) => latency(args).await,
             Command::Throughput(args) => throughput(args).await,
             Command::Startup(args) => startup(args).await,
+            Command::Reload(args) => reload(args).await,
         }
     });
     match result {
@@ -560,6 +622,212 @@ async fn startup_run(command: &ServerCommand, idle_rss: bool) -> anyhow::Result<
     })
 }
 
+// ----------------------------------------------------------------- reload
+
+/// The file each change replaces, in the tools folder.
+const RELOAD_FILE: &str = "bench.wasm";
+/// Where a change is written before it is renamed to [`RELOAD_FILE`]: in the
+/// same folder (so the rename is atomic) and without the `.wasm` extension
+/// (so the server ignores it).
+const RELOAD_TEMP: &str = "bench.wasm.part";
+/// How long to wait for the notification a change should cause.
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+struct ReloadRun {
+    /// Per change, from the rename to the notification, in order.
+    samples_ns: Vec<u64>,
+    latency: Latency,
+    /// `tools/list_changed` notifications that came while none was
+    /// expected (after start-up, or during a settle wait): a reload split
+    /// in two, or one not caused by the benchmark.
+    extra: u32,
+}
+
+async fn reload(args: ReloadArgs) -> anyhow::Result<()> {
+    let read = |path: &Path| {
+        std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))
+    };
+    let a = read(&args.component_a)?;
+    let b = read(&args.component_b)?;
+    if a == b {
+        bail!("--component-a and --component-b have the same bytes: a change would change nothing");
+    }
+    std::fs::create_dir_all(&args.tools_dir).with_context(|| {
+        format!(
+            "cannot create the tools folder `{}`",
+            args.tools_dir.display()
+        )
+    })?;
+    let command = args.server.command();
+    let settle = Duration::from_millis(args.settle_ms);
+    let mut runs = Vec::new();
+    for run in 1..=args.runs {
+        let result = reload_run(
+            &command,
+            &args.tools_dir,
+            [&a, &b],
+            args.warmup,
+            args.changes,
+            settle,
+        )
+        .await;
+        // Leave the folder as it was found, whether the run worked or not.
+        for name in [RELOAD_FILE, RELOAD_TEMP] {
+            let _ = std::fs::remove_file(args.tools_dir.join(name));
+        }
+        runs.push(result.with_context(|| format!("reload run {run}"))?);
+    }
+    let median_of = |f: &dyn Fn(&ReloadRun) -> u64| {
+        stats::median(&runs.iter().map(|r| ns_to_ms(f(r))).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    };
+    let p50 = median_of(&|r| r.latency.p50_ns);
+    let p90 = median_of(&|r| r.latency.p90_ns);
+    let max = median_of(&|r| r.latency.max_ns);
+    let extra: u32 = runs.iter().map(|r| r.extra).sum();
+
+    if args.server.json {
+        let runs: Vec<Value> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "p50_ms": round2(ns_to_ms(r.latency.p50_ns)),
+                    "p90_ms": round2(ns_to_ms(r.latency.p90_ns)),
+                    "max_ms": round2(ns_to_ms(r.latency.max_ns)),
+                    "extra_notifications": r.extra,
+                    "latencies_ms": r.samples_ns.iter().map(|&ns| round2(ns_to_ms(ns))).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "benchmark": "reload",
+            "server": args.server.server,
+            "tools_dir": args.tools_dir,
+            "component_a": args.component_a,
+            "component_b": args.component_b,
+            "changes": args.changes,
+            "warmup": args.warmup,
+            "settle_ms": args.settle_ms,
+            "p50_ms": round2(p50),
+            "p90_ms": round2(p90),
+            "max_ms": round2(max),
+            "extra_notifications": extra,
+            "runs": runs,
+        }));
+    }
+    println!(
+        "reload: `{RELOAD_FILE}` replaced {} times per run (A and B alternately) after {} \
+         warm-up, rename to `tools/list_changed`, {} runs\ntools folder: {}\nserver: {}\n",
+        args.changes,
+        args.warmup,
+        args.runs,
+        args.tools_dir.display(),
+        args.server.server.join(" ")
+    );
+    println!(
+        "{:<8}{:>10}{:>10}{:>10}{:>8}",
+        "run", "p50 ms", "p90 ms", "max ms", "extra"
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let l = &r.latency;
+        println!(
+            "{:<8}{:>10.2}{:>10.2}{:>10.2}{:>8}",
+            i + 1,
+            ns_to_ms(l.p50_ns),
+            ns_to_ms(l.p90_ns),
+            ns_to_ms(l.max_ns),
+            r.extra
+        );
+    }
+    println!("{:<8}{p50:>10.2}{p90:>10.2}{max:>10.2}{extra:>8}", "median");
+    if extra > 0 {
+        println!(
+            "\nwarning: {extra} notification(s) came when none was expected (a reload split \
+             in two, or something else changing the folder); the figures may be off"
+        );
+    }
+    Ok(())
+}
+
+/// One run: B in place, start the server, then `warmup + changes` times
+/// write the other component over `bench.wasm` and wait for the
+/// notification, timing the last `changes`.
+async fn reload_run(
+    command: &ServerCommand,
+    dir: &Path,
+    [a, b]: [&[u8]; 2],
+    warmup: u32,
+    changes: u32,
+    settle: Duration,
+) -> anyhow::Result<ReloadRun> {
+    // In place before the server starts, so every timed change replaces a
+    // served component rather than adding the first one.
+    replace_file(dir, b)?;
+    let mut server = Server::spawn(command)?;
+    server.handshake().await?;
+    server.list_tools().await?;
+    let mut extra = drain_notifications(&mut server, settle).await?;
+    let mut samples_ns = Vec::new();
+    for change in 1..=warmup.saturating_add(changes) {
+        let bytes = if change % 2 == 1 { a } else { b };
+        let written = replace_file(dir, bytes)?;
+        let notified = server
+            .notification_by(TOOLS_LIST_CHANGED, written + RELOAD_TIMEOUT)
+            .await?
+            .with_context(|| {
+                format!(
+                    "change {change}: no `{TOOLS_LIST_CHANGED}` within {} s; does the server \
+                     serve `{}`? (rerun with --server-stderr FILE to see its log)",
+                    RELOAD_TIMEOUT.as_secs(),
+                    dir.display()
+                )
+            })?;
+        if change > warmup {
+            samples_ns.push(nanos(notified.duration_since(written)));
+        }
+        extra += drain_notifications(&mut server, settle).await?;
+    }
+    server.shutdown().await?;
+    let mut sorted = samples_ns.clone();
+    let latency = Latency::from_samples(&mut sorted).context("no samples")?;
+    Ok(ReloadRun {
+        samples_ns,
+        latency,
+        extra,
+    })
+}
+
+/// Write `bytes` to the temporary name, then rename it to `bench.wasm`:
+/// the server only ever sees a complete file. Returns the instant the
+/// rename returned, when the change is complete.
+fn replace_file(dir: &Path, bytes: &[u8]) -> anyhow::Result<Instant> {
+    let temp = dir.join(RELOAD_TEMP);
+    let target = dir.join(RELOAD_FILE);
+    std::fs::write(&temp, bytes).with_context(|| format!("cannot write `{}`", temp.display()))?;
+    std::fs::rename(&temp, &target).with_context(|| {
+        format!(
+            "cannot rename `{}` to `{}`",
+            temp.display(),
+            target.display()
+        )
+    })?;
+    Ok(Instant::now())
+}
+
+/// Read the server's messages for `period`; the number of
+/// `tools/list_changed` notifications among them.
+async fn drain_notifications(server: &mut Server, period: Duration) -> anyhow::Result<u32> {
+    let until = Instant::now() + period;
+    let mut count = 0;
+    while server
+        .notification_by(TOOLS_LIST_CHANGED, until)
+        .await?
+        .is_some()
+    {
+        count += 1;
+    }
+    Ok(count)
+}
+
 // ---------------------------------------------------------------- output
 
 fn print_json(value: &Value) -> anyhow::Result<()> {
@@ -576,6 +844,10 @@ fn nanos(duration: Duration) -> u64 {
 /// Nanoseconds to microseconds, to 0.1 µs.
 fn us(ns: u64) -> f64 {
     round1(ns as f64 / 1e3)
+}
+
+fn ns_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
 }
 
 fn ms(duration: Duration) -> f64 {
