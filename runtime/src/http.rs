@@ -37,28 +37,20 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
 use crate::Host;
+use crate::config::HttpConfig;
 use crate::protocol::McpServer;
 
 /// The MCP endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
 
-/// Everything the HTTP server needs besides the host.
+/// Everything the HTTP server needs besides the host: where to listen and
+/// the `[http]` section of the config.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// Accepted `Host` header values (host or host:port).
-    pub allowed_hosts: Vec<String>,
-    /// Accepted `Origin` header values (e.g. `https://app.example.com:443`).
-    pub allowed_origins: Vec<String>,
-    /// The bearer token clients must send, if any.
-    pub token: Option<String>,
-    /// The largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// Requests in progress at once; more get 503.
-    pub max_concurrent_requests: usize,
-    /// How long a shutdown waits for requests in flight.
-    pub shutdown_grace: Duration,
+    /// Allow-lists, token, caps and shutdown grace.
+    pub config: HttpConfig,
 }
 
 impl HttpSettings {
@@ -68,7 +60,7 @@ impl HttpSettings {
     ///
     /// A non-loopback address without a token.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if !self.addr.ip().is_loopback() && self.token.is_none() {
+        if !self.addr.ip().is_loopback() && self.config.token.is_none() {
             anyhow::bail!(
                 "refusing to listen on `{}` without a bearer token: set `http.token_file` \
                  or `http.token_env` in the config (never on the command line), or bind a \
@@ -101,7 +93,8 @@ pub async fn serve(
     // when `:0` was asked for.
     tracing::info!(addr = %local, "listening on http://{local}{ENDPOINT}");
 
-    let mut allowed_hosts = settings.allowed_hosts.clone();
+    let http = &settings.config;
+    let mut allowed_hosts = http.allowed_hosts.clone();
     for name in ["localhost", "127.0.0.1", "::1"] {
         allowed_hosts.push(name.to_owned());
     }
@@ -110,7 +103,7 @@ pub async fn serve(
     }
     // A page the server itself serves (same scheme, host and port) is not a
     // cross-origin caller; every other origin must be configured.
-    let mut allowed_origins = settings.allowed_origins.clone();
+    let mut allowed_origins = http.allowed_origins.clone();
     for name in ["127.0.0.1", "localhost", "[::1]"] {
         allowed_origins.push(format!("http://{name}:{}", local.port()));
     }
@@ -119,7 +112,7 @@ pub async fn serve(
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         .enforce_origin_validation()
-        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_max_request_body_bytes(http.max_body_bytes)
         .with_json_response(true)
         .with_cancellation_token(calls_cancel.clone());
     let mcp = {
@@ -137,8 +130,8 @@ pub async fn serve(
         )
     };
     let gate = Arc::new(Gate {
-        token: settings.token.clone(),
-        permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
+        token: http.token.clone(),
+        permits: Arc::new(Semaphore::new(http.max_concurrent_requests)),
         mcp,
     });
 
@@ -172,11 +165,12 @@ pub async fn serve(
         });
     }
     tracing::info!(
-        grace_ms = settings.shutdown_grace.as_millis() as u64,
+        grace_ms = http.shutdown_grace_ms,
         "shutting down: finishing requests in flight"
     );
     drop(listener);
-    if tokio::time::timeout(settings.shutdown_grace, graceful.shutdown())
+    let grace = Duration::from_millis(http.shutdown_grace_ms);
+    if tokio::time::timeout(grace, graceful.shutdown())
         .await
         .is_err()
     {
@@ -274,19 +268,14 @@ mod tests {
     fn public_binds_need_a_token() {
         let mut settings = HttpSettings {
             addr: "0.0.0.0:8080".parse().expect("addr"),
-            allowed_hosts: vec![],
-            allowed_origins: vec![],
-            token: None,
-            max_body_bytes: 1,
-            max_concurrent_requests: 1,
-            shutdown_grace: Duration::from_secs(1),
+            config: HttpConfig::default(),
         };
         let error = settings.validate().expect_err("no token").to_string();
         assert!(error.contains("without a bearer token"), "{error}");
-        settings.token = Some("t".into());
+        settings.config.token = Some("t".into());
         assert!(settings.validate().is_ok());
         settings.addr = "127.0.0.1:0".parse().expect("addr");
-        settings.token = None;
+        settings.config.token = None;
         assert!(settings.validate().is_ok());
     }
 }

@@ -128,15 +128,9 @@ impl Host {
     ///
     /// The settings are invalid or the address cannot be bound.
     pub async fn serve_http(self: &Arc<Self>, addr: std::net::SocketAddr) -> anyhow::Result<()> {
-        let http = &self.options.config.http;
         let settings = http::HttpSettings {
             addr,
-            allowed_hosts: http.allowed_hosts.clone(),
-            allowed_origins: http.allowed_origins.clone(),
-            token: http.token.clone(),
-            max_body_bytes: http.max_body_bytes,
-            max_concurrent_requests: http.max_concurrent_requests,
-            shutdown_grace: std::time::Duration::from_millis(http.shutdown_grace_ms),
+            config: self.options.config.http.clone(),
         };
         settings.validate()?;
         let _watch = match watch::watch(Arc::clone(self)) {
