@@ -60,6 +60,51 @@
 //!
 //! For results that are not structured (an image, a mix of content), return
 //! [`Output`] instead of a serialisable type.
+//!
+//! # Resources and prompts
+//!
+//! A component can also provide MCP resources and prompts, declared with
+//! builders ([`ResourceDef`], [`PromptDef`]) in functions listed in the
+//! long form of [`export!`]:
+//!
+//! ```no_run
+//! use serde::Deserialize;
+//! use toolcage_guest::{export, Content, JsonSchema, PromptDef, PromptMessage, ResourceBody, ResourceDef};
+//!
+//! fn readme() -> ResourceDef {
+//!     ResourceDef::new("docs://readme", "readme", || {
+//!         Ok::<_, String>(ResourceBody::Text("Read me.".into()))
+//!     })
+//!     .mime_type("text/plain")
+//! }
+//!
+//! fn item() -> ResourceDef {
+//!     // `{id}` matches one path segment; the handler gets its value.
+//!     ResourceDef::template("items://{id}", "item", |vars| {
+//!         Ok::<_, String>(ResourceBody::Text(format!("item {}", vars.get("id").unwrap_or(""))))
+//!     })
+//! }
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct ReviewArgs {
+//!     /// The code to review.
+//!     code: String,
+//! }
+//!
+//! fn review() -> PromptDef {
+//!     // Arguments come from the type's schema (field docs become their
+//!     // descriptions; non-`Option` fields are required).
+//!     PromptDef::new("review", "Review some code", |args: ReviewArgs| {
+//!         Ok::<_, String>(vec![PromptMessage::user(Content::text(format!("Review:\n{}", args.code)))])
+//!     })
+//! }
+//!
+//! export!(tools: [], resources: [readme, item], prompts: [review]);
+//! # fn main() {}
+//! ```
+//!
+//! Reads and prompt gets run like calls: each in a fresh instance, under
+//! the operator's default limits.
 
 use std::fmt::Display;
 
@@ -76,9 +121,9 @@ pub use toolcage_guest_macros::tool;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "tool-component",
+        world: "full-component",
         pub_export_macro: true,
-        export_macro_name: "__export_tool_component",
+        export_macro_name: "__export_full_component",
         default_bindings_module: "::toolcage_guest::bindings",
     });
 }
@@ -429,21 +474,379 @@ pub use wit::{CallResult as __CallResult, Descriptor as __Descriptor};
 #[doc(hidden)]
 pub use wit_tool::Guest as __Guest;
 
-/// Export the listed tools (functions marked `#[tool]`) as this crate's
-/// component. Use it once per crate.
+use bindings::exports::toolcage::tool::prompts as wit_prompts;
+use bindings::exports::toolcage::tool::resources as wit_resources;
+
+#[doc(hidden)]
+pub use wit_prompts::{
+    Guest as __PromptsGuest, PromptDescriptor as __PromptDescriptor, PromptResult as __PromptResult,
+};
+#[doc(hidden)]
+pub use wit_resources::{
+    Guest as __ResourcesGuest, ResourceContents as __ResourceContents,
+    ResourceDescriptor as __ResourceDescriptor, TemplateDescriptor as __TemplateDescriptor,
+};
+
+/// The values of a URI template's variables for one read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateVars(Vec<(String, String)>);
+
+impl TemplateVars {
+    /// The value of variable `name`, if the template has it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+type ResourceHandler = Box<dyn Fn(&TemplateVars) -> Result<ResourceBody, String>>;
+
+/// One resource, or a family of resources addressed by a URI template
+/// (RFC 6570 level 1: each `{var}` matches one or more characters other
+/// than `/`). List it with `export!(..., resources: [...])`.
+pub struct ResourceDef {
+    uri: &'static str,
+    is_template: bool,
+    name: &'static str,
+    title: Option<&'static str>,
+    description: Option<&'static str>,
+    mime_type: Option<&'static str>,
+    handler: ResourceHandler,
+}
+
+impl ResourceDef {
+    /// The resource `uri`, named `name`, whose body `read` returns.
+    pub fn new<E: Display>(
+        uri: &'static str,
+        name: &'static str,
+        read: impl Fn() -> Result<ResourceBody, E> + 'static,
+    ) -> Self {
+        Self::build(
+            uri,
+            false,
+            name,
+            Box::new(move |_| read().map_err(|e| e.to_string())),
+        )
+    }
+
+    /// Every resource whose URI matches `uri_template`; `read` gets the
+    /// variables' values.
+    pub fn template<E: Display>(
+        uri_template: &'static str,
+        name: &'static str,
+        read: impl Fn(&TemplateVars) -> Result<ResourceBody, E> + 'static,
+    ) -> Self {
+        Self::build(
+            uri_template,
+            true,
+            name,
+            Box::new(move |vars| read(vars).map_err(|e| e.to_string())),
+        )
+    }
+
+    fn build(
+        uri: &'static str,
+        is_template: bool,
+        name: &'static str,
+        handler: ResourceHandler,
+    ) -> Self {
+        ResourceDef {
+            uri,
+            is_template,
+            name,
+            title: None,
+            description: None,
+            mime_type: None,
+            handler,
+        }
+    }
+
+    /// Set a human-readable title.
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// Set the description.
+    pub fn description(mut self, description: &'static str) -> Self {
+        self.description = Some(description);
+        self
+    }
+
+    /// Set the MIME type (also used for the contents of every read).
+    pub fn mime_type(mut self, mime_type: &'static str) -> Self {
+        self.mime_type = Some(mime_type);
+        self
+    }
+
+    /// Read `uri` if this definition serves it: `None` if it does not.
+    pub fn read(&self, uri: &str) -> Option<Result<ResourceBody, String>> {
+        let vars = if self.is_template {
+            TemplateVars(match_template(self.uri, uri)?)
+        } else if self.uri == uri {
+            TemplateVars::default()
+        } else {
+            return None;
+        };
+        Some((self.handler)(&vars))
+    }
+}
+
+/// Match `uri` against a level-1 template, returning the variables.
+fn match_template(template: &str, uri: &str) -> Option<Vec<(String, String)>> {
+    let Some(open) = template.find('{') else {
+        return (template == uri).then(Vec::new);
+    };
+    let uri = uri.strip_prefix(&template[..open])?;
+    let rest = &template[open + 1..];
+    let close = rest.find('}')?;
+    let (name, after) = (&rest[..close], &rest[close + 1..]);
+    let limit = uri.find('/').unwrap_or(uri.len());
+    uri.char_indices()
+        .map(|(i, c)| i + c.len_utf8())
+        .take_while(|end| *end <= limit)
+        .find_map(|end| {
+            let mut vars = match_template(after, &uri[end..])?;
+            vars.insert(0, (name.to_owned(), uri[..end].to_owned()));
+            Some(vars)
+        })
+}
+
+/// One message of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptMessage {
+    /// Who speaks it.
+    pub role: Role,
+    /// Text, an image, audio or an embedded resource.
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A message from the user.
+    pub fn user(content: Content) -> Self {
+        PromptMessage {
+            role: Role::User,
+            content,
+        }
+    }
+
+    /// A message from the assistant.
+    pub fn assistant(content: Content) -> Self {
+        PromptMessage {
+            role: Role::Assistant,
+            content,
+        }
+    }
+}
+
+type PromptHandler = Box<dyn Fn(&str) -> Result<Vec<PromptMessage>, String>>;
+
+/// One prompt. Its arguments are the properties of the argument type's JSON
+/// Schema (field docs become descriptions; required fields are required).
+/// List it with `export!(..., prompts: [...])`.
+pub struct PromptDef {
+    name: &'static str,
+    title: Option<&'static str>,
+    description: &'static str,
+    arguments_schema: fn() -> Value,
+    handler: PromptHandler,
+}
+
+impl PromptDef {
+    /// A prompt named `name` that deserialises its arguments (strings) into
+    /// `A` and builds its messages with `build`. Use [`NoArguments`] for a
+    /// prompt without arguments.
+    pub fn new<A, E, F>(name: &'static str, description: &'static str, build: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        E: Display,
+        F: Fn(A) -> Result<Vec<PromptMessage>, E> + 'static,
+    {
+        PromptDef {
+            name,
+            title: None,
+            description,
+            arguments_schema: || schemars::schema_for!(A).to_value(),
+            handler: Box::new(move |arguments| {
+                let arguments: A = serde_json::from_str(arguments)
+                    .map_err(|error| format!("invalid arguments: {error}"))?;
+                build(arguments).map_err(|error| error.to_string())
+            }),
+        }
+    }
+
+    /// Set a human-readable title.
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// The prompt's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Build the prompt natively from `arguments` (a JSON object as text).
+    pub fn get(&self, arguments: &str) -> Result<Vec<PromptMessage>, String> {
+        (self.handler)(arguments)
+    }
+
+    fn arguments(&self) -> Vec<wit_prompts::PromptArgument> {
+        let schema = (self.arguments_schema)();
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(name, property)| wit_prompts::PromptArgument {
+                        name: name.clone(),
+                        title: None,
+                        description: property
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        required: required.contains(&name.as_str()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[doc(hidden)]
+pub fn __list_resources(defs: &[ResourceDef]) -> Vec<__ResourceDescriptor> {
+    defs.iter()
+        .filter(|d| !d.is_template)
+        .map(|d| __ResourceDescriptor {
+            uri: d.uri.to_owned(),
+            name: d.name.to_owned(),
+            title: d.title.map(str::to_owned),
+            description: d.description.map(str::to_owned),
+            mime_type: d.mime_type.map(str::to_owned),
+            size: None,
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __list_templates(defs: &[ResourceDef]) -> Vec<__TemplateDescriptor> {
+    defs.iter()
+        .filter(|d| d.is_template)
+        .map(|d| __TemplateDescriptor {
+            uri_template: d.uri.to_owned(),
+            name: d.name.to_owned(),
+            title: d.title.map(str::to_owned),
+            description: d.description.map(str::to_owned),
+            mime_type: d.mime_type.map(str::to_owned),
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __read(defs: &[ResourceDef], uri: &str) -> Result<Vec<__ResourceContents>, String> {
+    // Concrete resources first, then templates, in listed order.
+    let found = defs
+        .iter()
+        .filter(|d| !d.is_template)
+        .chain(defs.iter().filter(|d| d.is_template))
+        .find_map(|d| d.read(uri).map(|body| (d, body)));
+    let Some((def, body)) = found else {
+        return Err(format!("no resource `{uri}`"));
+    };
+    let body = match body? {
+        ResourceBody::Text(text) => wit::ResourceBody::Text(text),
+        ResourceBody::Blob(bytes) => wit::ResourceBody::Blob(bytes),
+    };
+    Ok(vec![__ResourceContents {
+        uri: uri.to_owned(),
+        mime_type: def.mime_type.map(str::to_owned),
+        body,
+    }])
+}
+
+#[doc(hidden)]
+pub fn __list_prompts(defs: &[PromptDef]) -> Vec<__PromptDescriptor> {
+    defs.iter()
+        .map(|d| __PromptDescriptor {
+            name: d.name.to_owned(),
+            title: d.title.map(str::to_owned),
+            description: Some(d.description.to_owned()),
+            arguments: d.arguments(),
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __get_prompt(
+    defs: &[PromptDef],
+    name: &str,
+    arguments: &str,
+) -> Result<__PromptResult, String> {
+    let def = defs
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| format!("this component has no prompt `{name}`"))?;
+    let messages = def.get(arguments)?;
+    Ok(__PromptResult {
+        description: Some(def.description.to_owned()),
+        messages: messages
+            .into_iter()
+            .map(|m| wit_prompts::PromptMessage {
+                role: match m.role {
+                    Role::User => wit_prompts::Role::User,
+                    Role::Assistant => wit_prompts::Role::Assistant,
+                },
+                content: to_wit_content(m.content),
+            })
+            .collect(),
+    })
+}
+
+/// Export the listed tools (functions marked `#[tool]`), and optionally
+/// resources and prompts, as this crate's component. Use it once per crate.
 ///
 /// ```ignore
 /// toolcage_guest::export!(get_current_time, convert_timezone);
+/// // or, with resources and prompts (functions returning `ResourceDef` /
+/// // `PromptDef`; every section but `tools` may be left out):
+/// toolcage_guest::export!(
+///     tools: [get_current_time],
+///     resources: [readme, item],
+///     prompts: [review],
+/// );
 /// ```
 ///
-/// It also defines `tool_definitions()`, returning every listed tool's
-/// [`ToolDef`], for native tests and benchmarks of the tools' logic.
+/// It also defines `tool_definitions()`, `resource_definitions()` and
+/// `prompt_definitions()`, for native tests and benchmarks.
+///
+/// The component always exports the `resources` and `prompts` interfaces
+/// (world `full-component`); without any, they list nothing.
 #[macro_export]
 macro_rules! export {
-    ($($tool:ident),+ $(,)?) => {
+    (tools: [$($tool:ident),* $(,)?]
+     $(, resources: [$($resource:path),* $(,)?])?
+     $(, prompts: [$($prompt:path),* $(,)?])? $(,)?) => {
         /// Every tool this crate exports, in `export!` order.
         pub fn tool_definitions() -> ::std::vec::Vec<$crate::ToolDef> {
-            ::std::vec![$($tool::definition()),+]
+            ::std::vec![$($tool::definition()),*]
+        }
+
+        /// Every resource and template this crate exports.
+        pub fn resource_definitions() -> ::std::vec::Vec<$crate::ResourceDef> {
+            ::std::vec![$($($resource()),*)?]
+        }
+
+        /// Every prompt this crate exports.
+        pub fn prompt_definitions() -> ::std::vec::Vec<$crate::PromptDef> {
+            ::std::vec![$($($prompt()),*)?]
         }
 
         #[doc(hidden)]
@@ -459,10 +862,37 @@ macro_rules! export {
             }
         }
 
+        impl $crate::__ResourcesGuest for __ToolcageComponent {
+            fn list_resources() -> ::std::vec::Vec<$crate::__ResourceDescriptor> {
+                $crate::__list_resources(&resource_definitions())
+            }
+
+            fn list_templates() -> ::std::vec::Vec<$crate::__TemplateDescriptor> {
+                $crate::__list_templates(&resource_definitions())
+            }
+
+            fn read(uri: ::std::string::String) -> ::std::result::Result<::std::vec::Vec<$crate::__ResourceContents>, ::std::string::String> {
+                $crate::__read(&resource_definitions(), &uri)
+            }
+        }
+
+        impl $crate::__PromptsGuest for __ToolcageComponent {
+            fn list_prompts() -> ::std::vec::Vec<$crate::__PromptDescriptor> {
+                $crate::__list_prompts(&prompt_definitions())
+            }
+
+            fn get(name: ::std::string::String, arguments: ::std::string::String) -> ::std::result::Result<$crate::__PromptResult, ::std::string::String> {
+                $crate::__get_prompt(&prompt_definitions(), &name, &arguments)
+            }
+        }
+
         // Native builds (tests, benchmarks of the logic) skip the component
         // exports: their symbol names are not valid in native linkers.
         #[cfg(target_family = "wasm")]
-        $crate::bindings::__export_tool_component!(__ToolcageComponent with_types_in $crate::bindings);
+        $crate::bindings::__export_full_component!(__ToolcageComponent with_types_in $crate::bindings);
+    };
+    ($($tool:ident),+ $(,)?) => {
+        $crate::export!(tools: [$($tool),+]);
     };
 }
 

@@ -18,6 +18,13 @@
 //! - When two files declare the same tool name, the file whose name sorts
 //!   first (bytewise) wins; the other file's tool is listed as shadowed in
 //!   its report. The rule is deterministic and never depends on load order.
+//! - Resources, resource templates and prompts (from components that export
+//!   the optional `resources`/`prompts` interfaces) are listed once at load
+//!   too and follow the same rules: URIs and templates non-empty, template
+//!   variables well formed, prompt names by the tool-name rule, a duplicate
+//!   within a file rejects the file, a duplicate across files is resolved
+//!   first-file-wins (logged). A file must provide at least one tool,
+//!   resource, template or prompt.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +35,10 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::config::{Config, Limits};
-use crate::sandbox::{Annotations, HostState, RawDescriptor, Sandbox, ToolComponentPre};
+use crate::sandbox::{
+    Annotations, Extras, HostState, RawDescriptor, RawExtras, RawPrompt, RawResource, RawTemplate,
+    Sandbox, ToolComponentPre,
+};
 
 /// One loaded component file.
 pub struct LoadedComponent {
@@ -38,6 +48,16 @@ pub struct LoadedComponent {
     pub digest: String,
     /// Pre-linked, ready to instantiate.
     pub pre: ToolComponentPre<HostState>,
+    /// The optional interfaces it exports (resources, prompts).
+    pub extras: Extras,
+}
+
+/// A resource, template or prompt with the component that serves it.
+pub struct Served<D> {
+    /// What the component listed (validated).
+    pub descriptor: Arc<D>,
+    /// The component that serves it.
+    pub component: Arc<LoadedComponent>,
 }
 
 /// A validated tool descriptor.
@@ -85,6 +105,12 @@ pub struct LoadedFile {
     pub component: Arc<LoadedComponent>,
     /// Its tools, in `describe` order.
     pub tools: Vec<Arc<ToolSpec>>,
+    /// Its resources, in listed order.
+    pub resources: Vec<Arc<RawResource>>,
+    /// Its resource templates, in listed order.
+    pub templates: Vec<Arc<RawTemplate>>,
+    /// Its prompts, in listed order.
+    pub prompts: Vec<Arc<RawPrompt>>,
 }
 
 /// What happened to one file.
@@ -127,6 +153,13 @@ pub struct ToolEntry {
 pub struct Catalog {
     /// Served tools by name.
     pub tools: BTreeMap<String, Arc<LoadedTool>>,
+    /// Served resources by URI.
+    pub resources: BTreeMap<String, Served<RawResource>>,
+    /// Served resource templates, in file-name then listed order (the
+    /// order a URI is matched against them).
+    pub templates: Vec<Served<RawTemplate>>,
+    /// Served prompts by name.
+    pub prompts: BTreeMap<String, Served<RawPrompt>>,
     /// Every `*.wasm` file seen, in name order.
     pub files: Vec<FileReport>,
     /// The version of each file being served (possibly an older one than
@@ -144,6 +177,97 @@ impl Catalog {
             .map(|(name, tool)| (name.as_str(), tool.component.digest.as_str()))
             .collect()
     }
+
+    /// Served resource URIs and templates with the digest of the component
+    /// serving each: a change means `notifications/resources/list_changed`.
+    /// (A component's lists are a function of its bytes.)
+    pub fn served_resources(&self) -> Vec<(&str, &str)> {
+        self.resources
+            .iter()
+            .map(|(uri, r)| (uri.as_str(), r.component.digest.as_str()))
+            .chain(self.templates.iter().map(|t| {
+                (
+                    t.descriptor.uri_template.as_str(),
+                    t.component.digest.as_str(),
+                )
+            }))
+            .collect()
+    }
+
+    /// Served prompt names with the digest of the component serving each.
+    pub fn served_prompts(&self) -> BTreeMap<&str, &str> {
+        self.prompts
+            .iter()
+            .map(|(name, p)| (name.as_str(), p.component.digest.as_str()))
+            .collect()
+    }
+
+    /// The component that serves `uri`: a listed resource, else the first
+    /// template the URI matches.
+    pub fn resource_component(&self, uri: &str) -> Option<Arc<LoadedComponent>> {
+        if let Some(served) = self.resources.get(uri) {
+            return Some(Arc::clone(&served.component));
+        }
+        self.templates
+            .iter()
+            .find(|t| template_matches(&t.descriptor.uri_template, uri))
+            .map(|t| Arc::clone(&t.component))
+    }
+}
+
+/// Whether `uri` matches the RFC 6570 level-1 `template`: each `{var}`
+/// matches one or more characters other than `/`, the rest literally.
+pub fn template_matches(template: &str, uri: &str) -> bool {
+    match template.find('{') {
+        None => template == uri,
+        Some(open) => {
+            let (literal, rest) = template.split_at(open);
+            let Some(uri) = uri.strip_prefix(literal) else {
+                return false;
+            };
+            let Some(close) = rest.find('}') else {
+                return false;
+            };
+            let after = &rest[close + 1..];
+            // Try every non-empty run of non-`/` characters for the variable.
+            let limit = uri.find('/').unwrap_or(uri.len());
+            uri.char_indices()
+                .map(|(i, c)| i + c.len_utf8())
+                .take_while(|end| *end <= limit)
+                .any(|end| template_matches(after, &uri[end..]))
+        }
+    }
+}
+
+/// Check a level-1 URI template: non-empty, braces balanced and not
+/// nested, variable names of `A-Za-z0-9_`.
+fn check_template(template: &str) -> Result<(), String> {
+    if template.is_empty() {
+        return Err("a resource template is empty".into());
+    }
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err(format!(
+                "resource template `{template}` has an unmatched `}}`"
+            ));
+        }
+        let inner = &rest[open + 1..];
+        let Some(close) = inner.find('}') else {
+            return Err(format!(
+                "resource template `{template}` has an unclosed `{{`"
+            ));
+        };
+        let name = &inner[..close];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "resource template `{template}` has variable `{{{name}}}`; only level-1 \
+                 `{{name}}` variables (A-Z, a-z, 0-9, `_`) are supported"
+            ));
+        }
+        rest = &inner[close + 1..];
+    }
+    Ok(())
 }
 
 /// Holds the current [`Catalog`]; swapping it is atomic, and readers keep
@@ -325,22 +449,43 @@ async fn compile_and_describe(
     let pre = sandbox
         .prepare(&compiled.component)
         .map_err(|error| error.to_string())?;
+    let extras = sandbox.extras(&pre).map_err(|error| error.to_string())?;
     // `describe` runs under the default limits: it should be cheap, and a
     // file cannot choose its own limits.
     let raw = sandbox
         .describe(&pre, &Limits::default())
         .await
         .map_err(|error| format!("`describe` {error}"))?;
-    let tools = validate_descriptors(raw)?;
+    let listed = sandbox
+        .list_extras(&pre, &extras, &Limits::default())
+        .await
+        .map_err(|error| format!("listing resources and prompts {error}"))?;
+    validate_extras(&listed)?;
+    let provides_extras =
+        !(listed.resources.is_empty() && listed.templates.is_empty() && listed.prompts.is_empty());
+    let tools = if raw.is_empty() && provides_extras {
+        Vec::new()
+    } else {
+        validate_descriptors(raw)?
+    };
     let component = Arc::new(LoadedComponent {
         path: path.to_owned(),
         digest: digest.to_owned(),
         pre,
+        extras,
     });
+    let RawExtras {
+        resources,
+        templates,
+        prompts,
+    } = listed;
     Ok((
         LoadedFile {
             component,
             tools: tools.into_iter().map(Arc::new).collect(),
+            resources: resources.into_iter().map(Arc::new).collect(),
+            templates: templates.into_iter().map(Arc::new).collect(),
+            prompts: prompts.into_iter().map(Arc::new).collect(),
         },
         compiled.from_cache,
     ))
@@ -351,6 +496,7 @@ async fn compile_and_describe(
 pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog {
     let mut catalog = Catalog::default();
     let mut owners: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut template_owners: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (path, load) in outcomes {
         if let Some(reason) = &load.rejected_update {
             tracing::warn!(
@@ -396,10 +542,13 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
                         }),
                     );
                 }
+                add_extras(&mut catalog, &file, &path, &mut template_owners);
                 tracing::info!(
                     file = %path.display(),
                     digest = %file.component.digest,
                     tools = entries.len(),
+                    resources = file.resources.len() + file.templates.len(),
+                    prompts = file.prompts.len(),
                     cached = load.from_cache,
                     "loaded tool component"
                 );
@@ -421,6 +570,103 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
         }
     }
     catalog
+}
+
+/// Add `file`'s resources, templates and prompts to `catalog`, first file
+/// wins (files arrive in name order).
+fn add_extras(
+    catalog: &mut Catalog,
+    file: &LoadedFile,
+    path: &Path,
+    template_owners: &mut BTreeMap<String, PathBuf>,
+) {
+    let shadowed = |kind: &str, key: &str, winner: &Path| {
+        tracing::warn!(
+            %kind,
+            key,
+            file = %path.display(),
+            winner = %winner.display(),
+            "declared twice; the file that sorts first wins"
+        );
+    };
+    for resource in &file.resources {
+        if let Some(winner) = catalog.resources.get(&resource.uri) {
+            shadowed("resource", &resource.uri, &winner.component.path);
+            continue;
+        }
+        catalog.resources.insert(
+            resource.uri.clone(),
+            Served {
+                descriptor: Arc::clone(resource),
+                component: Arc::clone(&file.component),
+            },
+        );
+    }
+    for template in &file.templates {
+        if let Some(winner) = template_owners.get(&template.uri_template) {
+            shadowed("resource template", &template.uri_template, winner);
+            continue;
+        }
+        template_owners.insert(template.uri_template.clone(), path.to_owned());
+        catalog.templates.push(Served {
+            descriptor: Arc::clone(template),
+            component: Arc::clone(&file.component),
+        });
+    }
+    for prompt in &file.prompts {
+        if let Some(winner) = catalog.prompts.get(&prompt.name) {
+            shadowed("prompt", &prompt.name, &winner.component.path);
+            continue;
+        }
+        catalog.prompts.insert(
+            prompt.name.clone(),
+            Served {
+                descriptor: Arc::clone(prompt),
+                component: Arc::clone(&file.component),
+            },
+        );
+    }
+}
+
+/// Validate a component's resources, templates and prompts; any invalid one
+/// rejects the file.
+fn validate_extras(raw: &RawExtras) -> Result<(), String> {
+    let mut uris = std::collections::BTreeSet::new();
+    for resource in &raw.resources {
+        if resource.uri.is_empty() {
+            return Err(format!("resource `{}` has an empty URI", resource.name));
+        }
+        if !uris.insert(resource.uri.as_str()) {
+            return Err(format!("lists resource `{}` twice", resource.uri));
+        }
+    }
+    let mut templates = std::collections::BTreeSet::new();
+    for template in &raw.templates {
+        check_template(&template.uri_template)?;
+        if !templates.insert(template.uri_template.as_str()) {
+            return Err(format!(
+                "lists resource template `{}` twice",
+                template.uri_template
+            ));
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for prompt in &raw.prompts {
+        check_tool_name(&prompt.name).map_err(|error| format!("prompt: {error}"))?;
+        if !names.insert(prompt.name.as_str()) {
+            return Err(format!("lists prompt `{}` twice", prompt.name));
+        }
+        let mut arguments = std::collections::BTreeSet::new();
+        for argument in &prompt.arguments {
+            if argument.name.is_empty() || !arguments.insert(argument.name.as_str()) {
+                return Err(format!(
+                    "prompt `{}` has an empty or repeated argument name `{}`",
+                    prompt.name, argument.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validate a component's descriptors; any invalid one rejects the file.
@@ -573,6 +819,23 @@ mod tests {
             )])
             .contains("invalid input schema")
         );
+    }
+
+    #[test]
+    fn templates_match_level_one() {
+        let t = "test://template/{id}/data";
+        assert!(template_matches(t, "test://template/123/data"));
+        assert!(!template_matches(t, "test://template//data"));
+        assert!(!template_matches(t, "test://template/1/2/data"));
+        assert!(!template_matches(t, "test://template/123/datax"));
+        assert!(template_matches("a://{x}-{y}", "a://1-2-3"));
+        assert!(template_matches("a://{x}", "a://é"));
+        assert!(!template_matches("a://{x}", "a://"));
+        assert!(check_template(t).is_ok());
+        assert!(check_template("").is_err());
+        assert!(check_template("a://{x").is_err());
+        assert!(check_template("a://x}").is_err());
+        assert!(check_template("a://{+x}").is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::roots::effective_roots;
 use crate::sandbox::{
     CallFailure, CallSpec, CapturedOutput, ClientServices, Content, EventSink, PendingInput,
-    Sandbox, ToolResult,
+    PromptOutput, ResourceContent, Sandbox, ToolResult,
 };
 
 /// Runs calls against the current catalog.
@@ -55,6 +55,33 @@ pub enum DispatchError {
     /// No tool by that name.
     #[error("unknown tool `{0}`")]
     UnknownTool(String),
+}
+
+/// Why a resource read or a prompt get gave no result. The protocol layer
+/// maps `UnknownResource`, `UnknownPrompt`, `MissingArgument` and `Refused`
+/// to invalid params (-32602), `Failed` to an internal error (-32603).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No listed resource or template matches the URI.
+    #[error("unknown resource `{0}`")]
+    UnknownResource(String),
+    /// No prompt by that name.
+    #[error("unknown prompt `{0}`")]
+    UnknownPrompt(String),
+    /// A required prompt argument is missing.
+    #[error("prompt `{prompt}` needs argument `{argument}`")]
+    MissingArgument {
+        /// The prompt.
+        prompt: String,
+        /// The argument.
+        argument: String,
+    },
+    /// The component refused (its own error message).
+    #[error("{0}")]
+    Refused(String),
+    /// The component failed (trap, limit, cancellation).
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// What a finished call returns to the protocol layer.
@@ -212,6 +239,123 @@ impl Dispatcher {
         );
         Ok(output)
     }
+}
+
+impl Dispatcher {
+    /// Read resource `uri` from the component that lists it (or whose
+    /// template it matches). Runs in a fresh instance under the operator's
+    /// default limits (`[defaults]`), with no roots and no client services,
+    /// after a server-wide permit.
+    ///
+    /// # Errors
+    ///
+    /// See [`ServeError`].
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ResourceContent>, ServeError> {
+        let Some(component) = self.registry.snapshot().resource_component(uri) else {
+            return Err(ServeError::UnknownResource(uri.to_owned()));
+        };
+        let limits = self.config().defaults.limits;
+        let _global = tokio::select! {
+            permit = Arc::clone(&self.permits).acquire_owned() => permit,
+            () = cancel.cancelled() => return Err(ServeError::Failed(format!("read of `{uri}` was cancelled"))),
+        };
+        let started = Instant::now();
+        let outcome = self
+            .sandbox
+            .read_resource(&component.pre, &component.extras, uri, &limits, cancel)
+            .await;
+        let result = match outcome {
+            Ok(Ok(contents)) if contents.is_empty() => Err(ServeError::Failed(format!(
+                "resource `{uri}`: the component returned no contents"
+            ))),
+            Ok(Ok(contents)) => Ok(contents),
+            Ok(Err(message)) => Err(ServeError::Refused(format!("resource `{uri}`: {message}"))),
+            Err(failure) => Err(ServeError::Failed(format!("resource `{uri}` {failure}"))),
+        };
+        audit("resource", uri, &component.digest, started, &result);
+        result
+    }
+
+    /// Get prompt `name` with `arguments` (string values). Runs like
+    /// [`Dispatcher::read_resource`].
+    ///
+    /// # Errors
+    ///
+    /// See [`ServeError`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        cancel: &CancellationToken,
+    ) -> Result<PromptOutput, ServeError> {
+        let served = {
+            let catalog = self.registry.snapshot();
+            catalog
+                .prompts
+                .get(name)
+                .map(|p| (Arc::clone(&p.descriptor), Arc::clone(&p.component)))
+        };
+        let Some((descriptor, component)) = served else {
+            return Err(ServeError::UnknownPrompt(name.to_owned()));
+        };
+        let arguments = arguments.unwrap_or_default();
+        if let Some(missing) = descriptor
+            .arguments
+            .iter()
+            .find(|a| a.required && !arguments.contains_key(&a.name))
+        {
+            return Err(ServeError::MissingArgument {
+                prompt: name.to_owned(),
+                argument: missing.name.clone(),
+            });
+        }
+        let limits = self.config().defaults.limits;
+        let _global = tokio::select! {
+            permit = Arc::clone(&self.permits).acquire_owned() => permit,
+            () = cancel.cancelled() => return Err(ServeError::Failed(format!("prompt `{name}` was cancelled"))),
+        };
+        let started = Instant::now();
+        let arguments = Value::Object(arguments).to_string();
+        let outcome = self
+            .sandbox
+            .get_prompt(
+                &component.pre,
+                &component.extras,
+                name,
+                &arguments,
+                &limits,
+                cancel,
+            )
+            .await;
+        let result = match outcome {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(message)) => Err(ServeError::Refused(format!("prompt `{name}`: {message}"))),
+            Err(failure) => Err(ServeError::Failed(format!("prompt `{name}` {failure}"))),
+        };
+        audit("prompt", name, &component.digest, started, &result);
+        result
+    }
+}
+
+/// One audit record for a resource read or prompt get.
+fn audit<T>(kind: &str, key: &str, digest: &str, started: Instant, result: &Result<T, ServeError>) {
+    let outcome = match result {
+        Ok(_) => "ok".to_owned(),
+        Err(error) => format!("error: {}", first_line(&error.to_string())),
+    };
+    tracing::info!(
+        target: "toolcage::audit",
+        kind,
+        key,
+        digest,
+        duration_us = started.elapsed().as_micros() as u64,
+        %outcome,
+        "{kind}"
+    );
 }
 
 /// Parse and check a guest's result against the tool's contract.

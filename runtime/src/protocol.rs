@@ -25,20 +25,25 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, InputRequest, InputRequiredResult, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceContents,
-    ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscriptionFilter, Tool,
-    ToolAnnotations,
+    CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, InputRequest, InputRequiredResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, Prompt, PromptArgument, PromptMessage, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerInfo,
+    SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
 use crate::catalog::ToolDescriptor;
-use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher};
+use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
 use crate::roots::file_uri_path;
-use crate::sandbox::{Content, GuestEvent, LogLevel, ResourceBody};
+use crate::sandbox::{
+    Content, GuestEvent, LogLevel, PromptRole, RawPrompt, RawResource, RawTemplate, ResourceBody,
+};
 use crate::sandbox::{PendingAsk, PendingInput};
 use crate::services::{
     self, Capabilities, PeerServices, ReplayServices, call_digest, sign_state, verify_state,
@@ -70,25 +75,62 @@ pub struct Notifier {
     next_subscription: std::sync::atomic::AtomicU64,
 }
 
+/// Which list changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list` and `resources/templates/list`.
+    Resources,
+    /// `prompts/list`.
+    Prompts,
+}
+
 impl Notifier {
     /// Tell every client that the tool list changed: one notification each.
     pub async fn tools_changed(&self) {
+        self.list_changed(ListKind::Tools).await;
+    }
+
+    /// Tell every client (initialize-era peers, and 2026-07-28 listeners
+    /// that asked for this kind) that a list changed.
+    pub async fn list_changed(&self, kind: ListKind) {
         let peers: Vec<_> = self
             .live_peers()
             .into_iter()
             .map(|(peer, _)| peer)
             .collect();
         for peer in peers {
-            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_tool_list_changed()).await;
+            let _ = match kind {
+                ListKind::Tools => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_tool_list_changed()).await
+                }
+                ListKind::Resources => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_resource_list_changed()).await
+                }
+                ListKind::Prompts => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_prompt_list_changed()).await
+                }
+            };
         }
         let sinks: Vec<SubscriptionSink> = match self.subscriptions.lock() {
             Ok(subs) => subs.iter().map(|(_, sink)| sink.clone()).collect(),
             Err(_) => Vec::new(),
         };
         for sink in sinks {
-            if sink.accepted().tools_list_changed == Some(true) {
-                let _ = tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_tool_list_changed()).await;
-            }
+            let accepted = sink.accepted();
+            let _ = match kind {
+                ListKind::Tools if accepted.tools_list_changed == Some(true) => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_tool_list_changed()).await
+                }
+                ListKind::Resources if accepted.resources_list_changed == Some(true) => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_resource_list_changed()).await
+                }
+                ListKind::Prompts if accepted.prompts_list_changed == Some(true) => {
+                    tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_prompt_list_changed()).await
+                }
+                _ => continue,
+            };
         }
     }
 
@@ -240,6 +282,10 @@ impl ServerHandler for McpServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_logging()
             .build();
         ServerInfo::new(capabilities)
@@ -266,6 +312,117 @@ impl ServerHandler for McpServer {
             result = result.with_ttl_ms(LIST_TTL_MS);
         }
         Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let resources = catalog
+            .resources
+            .values()
+            .map(|r| to_mcp_resource(&r.descriptor))
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let templates = catalog
+            .templates
+            .iter()
+            .map(|t| to_mcp_template(&t.descriptor))
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let contents = self
+            .dispatcher
+            .read_resource(&request.uri, &ctx.ct)
+            .await
+            .map_err(|error| serve_error(error, Some(serde_json::json!({ "uri": request.uri }))))?;
+        let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+        let contents = contents
+            .into_iter()
+            .map(|c| {
+                let contents = match c.body {
+                    ResourceBody::Text(text) => ResourceContents::text(text, c.uri),
+                    ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), c.uri),
+                };
+                match c.mime_type {
+                    Some(mime) => contents.with_mime_type(mime),
+                    None => contents,
+                }
+            })
+            .collect();
+        let mut result = ReadResourceResult::new(contents);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let prompts = catalog
+            .prompts
+            .values()
+            .map(|p| to_mcp_prompt(&p.descriptor))
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let output = self
+            .dispatcher
+            .get_prompt(&request.name, request.arguments, &ctx.ct)
+            .await
+            .map_err(|error| serve_error(error, None))?;
+        let messages = output
+            .messages
+            .into_iter()
+            .map(|m| {
+                let role = match m.role {
+                    PromptRole::User => Role::User,
+                    PromptRole::Assistant => Role::Assistant,
+                };
+                PromptMessage::new(role, to_mcp_content(m.content))
+            })
+            .collect();
+        let mut result = GetPromptResult::new(messages);
+        result.description = output.description;
+        Ok(result.into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -403,6 +560,11 @@ impl ServerHandler for McpServer {
             "server/discover",
             "tools/list",
             "tools/call",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get",
             "logging/setLevel",
             "subscriptions/listen",
         ];
@@ -445,6 +607,78 @@ fn input_required(
     )))
 }
 
+/// Map a resource or prompt failure to a JSON-RPC error.
+fn serve_error(error: ServeError, data: Option<serde_json::Value>) -> McpError {
+    match error {
+        ServeError::UnknownResource(_) => McpError::invalid_params(
+            format!("{error}; call resources/list and resources/templates/list for what exists"),
+            data,
+        ),
+        ServeError::UnknownPrompt(_) => McpError::invalid_params(
+            format!("{error}; call prompts/list for the available prompts"),
+            data,
+        ),
+        ServeError::MissingArgument { .. } | ServeError::Refused(_) => {
+            McpError::invalid_params(error.to_string(), data)
+        }
+        ServeError::Failed(_) => McpError::internal_error(error.to_string(), data),
+    }
+}
+
+fn to_mcp_resource(d: &RawResource) -> Resource {
+    let mut resource = Resource::new(d.uri.clone(), d.name.clone());
+    if let Some(title) = &d.title {
+        resource = resource.with_title(title.clone());
+    }
+    if let Some(description) = &d.description {
+        resource = resource.with_description(description.clone());
+    }
+    if let Some(mime) = &d.mime_type {
+        resource = resource.with_mime_type(mime.clone());
+    }
+    if let Some(size) = d.size {
+        resource = resource.with_size(size);
+    }
+    resource
+}
+
+fn to_mcp_template(d: &RawTemplate) -> ResourceTemplate {
+    let mut template = ResourceTemplate::new(d.uri_template.clone(), d.name.clone());
+    if let Some(title) = &d.title {
+        template = template.with_title(title.clone());
+    }
+    if let Some(description) = &d.description {
+        template = template.with_description(description.clone());
+    }
+    if let Some(mime) = &d.mime_type {
+        template = template.with_mime_type(mime.clone());
+    }
+    template
+}
+
+fn to_mcp_prompt(d: &RawPrompt) -> Prompt {
+    let arguments = d
+        .arguments
+        .iter()
+        .map(|a| {
+            let mut argument = PromptArgument::new(a.name.clone()).with_required(a.required);
+            if let Some(title) = &a.title {
+                argument = argument.with_title(title.clone());
+            }
+            if let Some(description) = &a.description {
+                argument = argument.with_description(description.clone());
+            }
+            argument
+        })
+        .collect::<Vec<_>>();
+    let arguments = (!arguments.is_empty()).then_some(arguments);
+    let mut prompt = Prompt::new(d.name.clone(), d.description.clone(), arguments);
+    if let Some(title) = &d.title {
+        prompt = prompt.with_title(title.clone());
+    }
+    prompt
+}
+
 fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
     let a = descriptor.annotations;
     let mut annotations = ToolAnnotations::new()
@@ -472,30 +706,7 @@ fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
 
 /// Convert a dispatcher result to MCP's `CallToolResult`.
 pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
-    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
-    let content: Vec<ContentBlock> = output
-        .content
-        .into_iter()
-        .map(|item| match item {
-            Content::Text(text) => ContentBlock::text(text),
-            Content::Image { data, mime_type } => ContentBlock::image(b64(&data), mime_type),
-            Content::Audio { data, mime_type } => ContentBlock::audio(b64(&data), mime_type),
-            Content::Resource {
-                uri,
-                mime_type,
-                body,
-            } => {
-                let mut contents = match body {
-                    ResourceBody::Text(text) => ResourceContents::text(text, uri),
-                    ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), uri),
-                };
-                if let Some(mime) = mime_type {
-                    contents = contents.with_mime_type(mime);
-                }
-                ContentBlock::resource(contents)
-            }
-        })
-        .collect();
+    let content: Vec<ContentBlock> = output.content.into_iter().map(to_mcp_content).collect();
     let mut result = if output.is_error {
         CallToolResult::error(content)
     } else {
@@ -503,6 +714,30 @@ pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
     };
     result.structured_content = output.structured;
     result
+}
+
+/// Convert one content item to MCP (binary data base64-encoded).
+fn to_mcp_content(item: Content) -> ContentBlock {
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    match item {
+        Content::Text(text) => ContentBlock::text(text),
+        Content::Image { data, mime_type } => ContentBlock::image(b64(&data), mime_type),
+        Content::Audio { data, mime_type } => ContentBlock::audio(b64(&data), mime_type),
+        Content::Resource {
+            uri,
+            mime_type,
+            body,
+        } => {
+            let mut contents = match body {
+                ResourceBody::Text(text) => ResourceContents::text(text, uri),
+                ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), uri),
+            };
+            if let Some(mime) = mime_type {
+                contents = contents.with_mime_type(mime);
+            }
+            ContentBlock::resource(contents)
+        }
+    }
 }
 
 /// Turns a call's [`GuestEvent`]s into notifications to its client.

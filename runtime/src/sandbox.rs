@@ -47,7 +47,30 @@ mod bindings {
     });
 }
 
+/// Host bindings for the `full-component` world: only its `resources` and
+/// `prompts` exports are used (the imports and shared types are those of
+/// [`bindings`], so one linker serves both worlds).
+#[allow(missing_docs)]
+mod full_bindings {
+    wasmtime::component::bindgen!({
+        path: "../guest-sdk/wit",
+        world: "full-component",
+        exports: { default: async },
+        with: {
+            "toolcage:tool/types": super::bindings::toolcage::tool::types,
+            "toolcage:tool/host": super::bindings::toolcage::tool::host,
+        },
+    });
+}
+
 pub use bindings::ToolComponentPre;
+use full_bindings::exports::toolcage::tool::prompts as wit_prompts;
+use full_bindings::exports::toolcage::tool::resources as wit_resources;
+
+/// The export name of the optional resources interface.
+const RESOURCES_EXPORT: &str = "toolcage:tool/resources@0.1.0";
+/// The export name of the optional prompts interface.
+const PROMPTS_EXPORT: &str = "toolcage:tool/prompts@0.1.0";
 use bindings::toolcage::tool::host as wit_host;
 use bindings::toolcage::tool::host::Level as WitLevel;
 use bindings::toolcage::tool::types as wit;
@@ -259,6 +282,179 @@ impl Sandbox {
         }
     }
 
+    /// Which optional interfaces (`resources`, `prompts`) `pre`'s component
+    /// exports, with their export indices looked up once.
+    ///
+    /// # Errors
+    ///
+    /// An interface is exported but lacks one of its functions.
+    pub fn extras(&self, pre: &ToolComponentPre<HostState>) -> Result<Extras, LoadError> {
+        let component = pre.instance_pre().component();
+        let contract = |error: wasmtime::Error| LoadError::Contract(format!("{error:#}"));
+        let resources = match component.get_export_index(None, RESOURCES_EXPORT) {
+            Some(_) => {
+                Some(wit_resources::GuestIndices::new(pre.instance_pre()).map_err(contract)?)
+            }
+            None => None,
+        };
+        let prompts = match component.get_export_index(None, PROMPTS_EXPORT) {
+            Some(_) => Some(wit_prompts::GuestIndices::new(pre.instance_pre()).map_err(contract)?),
+            None => None,
+        };
+        Ok(Extras { resources, prompts })
+    }
+
+    /// Call `list-resources`, `list-templates` and `list-prompts` (those the
+    /// component exports) in one fresh instance under `limits`.
+    ///
+    /// # Errors
+    ///
+    /// The calls fail as a tool call can (trap, limits, mistyped export).
+    pub async fn list_extras(
+        &self,
+        pre: &ToolComponentPre<HostState>,
+        extras: &Extras,
+        limits: &Limits,
+    ) -> Result<RawExtras, CallFailure> {
+        if extras.resources.is_none() && extras.prompts.is_none() {
+            return Ok(RawExtras::default());
+        }
+        let mut run = self.start(limits, &[], None, None, false);
+        let cancel = CancellationToken::new();
+        run.run(limits, &cancel, async |store| {
+            let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+            let mut raw = RawExtras::default();
+            if let Some(indices) = &extras.resources {
+                let guest = indices.load(&mut *store, &instance)?;
+                raw.resources = guest
+                    .call_list_resources(&mut *store)
+                    .await?
+                    .into_iter()
+                    .map(RawResource::from)
+                    .collect();
+                raw.templates = guest
+                    .call_list_templates(&mut *store)
+                    .await?
+                    .into_iter()
+                    .map(RawTemplate::from)
+                    .collect();
+            }
+            if let Some(indices) = &extras.prompts {
+                let guest = indices.load(&mut *store, &instance)?;
+                raw.prompts = guest
+                    .call_list_prompts(&mut *store)
+                    .await?
+                    .into_iter()
+                    .map(RawPrompt::from)
+                    .collect();
+            }
+            Ok(raw)
+        })
+        .await
+    }
+
+    /// Read resource `uri` from the component in a fresh instance under
+    /// `limits`, with no roots and no client services. `Ok(Err(message))` is
+    /// the component's own refusal.
+    ///
+    /// # Errors
+    ///
+    /// The read fails as a tool call can (trap, limits, result too large),
+    /// or the component does not export `resources`.
+    pub async fn read_resource(
+        &self,
+        pre: &ToolComponentPre<HostState>,
+        extras: &Extras,
+        uri: &str,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Result<Vec<ResourceContent>, String>, CallFailure> {
+        let Some(indices) = &extras.resources else {
+            return Err(CallFailure::Trap("does not export resources".into()));
+        };
+        let mut run = self.start(limits, &[], None, None, false);
+        let outcome = run
+            .run(limits, cancel, async |store| {
+                let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+                let guest = indices.load(&mut *store, &instance)?;
+                guest.call_read(&mut *store, uri).await
+            })
+            .await;
+        run.log_output();
+        let contents = match outcome? {
+            Ok(contents) => contents,
+            Err(message) => return Ok(Err(message)),
+        };
+        let size: u64 = contents
+            .iter()
+            .map(|c| (c.uri.len() + body_len(&c.body)) as u64)
+            .sum();
+        check_size(size, limits)?;
+        Ok(Ok(contents
+            .into_iter()
+            .map(|c| ResourceContent {
+                uri: c.uri,
+                mime_type: c.mime_type,
+                body: body_from_wit(c.body),
+            })
+            .collect()))
+    }
+
+    /// Get prompt `name` with `arguments` (a JSON object as text) from the
+    /// component in a fresh instance under `limits`. `Ok(Err(message))` is
+    /// the component's own refusal.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::read_resource`].
+    pub async fn get_prompt(
+        &self,
+        pre: &ToolComponentPre<HostState>,
+        extras: &Extras,
+        name: &str,
+        arguments: &str,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Result<PromptOutput, String>, CallFailure> {
+        let Some(indices) = &extras.prompts else {
+            return Err(CallFailure::Trap("does not export prompts".into()));
+        };
+        let mut run = self.start(limits, &[], None, None, false);
+        let outcome = run
+            .run(limits, cancel, async |store| {
+                let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+                let guest = indices.load(&mut *store, &instance)?;
+                guest.call_get(&mut *store, name, arguments).await
+            })
+            .await;
+        run.log_output();
+        let result = match outcome? {
+            Ok(result) => result,
+            Err(message) => return Ok(Err(message)),
+        };
+        let size: u64 = result.description.as_ref().map_or(0, |d| d.len() as u64)
+            + result
+                .messages
+                .iter()
+                .map(|m| content_len(&m.content))
+                .sum::<u64>();
+        check_size(size, limits)?;
+        Ok(Ok(PromptOutput {
+            description: result.description,
+            messages: result
+                .messages
+                .into_iter()
+                .map(|m| PromptMessage {
+                    role: match m.role {
+                        wit_prompts::Role::User => PromptRole::User,
+                        wit_prompts::Role::Assistant => PromptRole::Assistant,
+                    },
+                    content: content_from_wit(m.content),
+                })
+                .collect(),
+        }))
+    }
+
     fn start(
         &self,
         limits: &Limits,
@@ -273,6 +469,11 @@ impl Sandbox {
         // only under the effective roots. Clocks and random numbers are on
         // (WasiCtxBuilder's default).
         let mut builder = WasiCtxBuilder::new();
+        // File operations run inline on the runtime thread instead of hopping
+        // to the blocking pool for each one: a `read_text_file` makes a dozen
+        // of them, and the hops cost more than local disk I/O does. The
+        // epoch ticker still bounds everything between host calls.
+        builder.allow_blocking_current_thread(true);
         builder.stdout(stdout.clone()).stderr(stderr.clone());
         for root in roots {
             if let Err(error) = preopen(&mut builder, root) {
@@ -379,6 +580,16 @@ struct Run {
 }
 
 impl Run {
+    /// Log what the guest wrote to stdout and stderr (debug level).
+    fn log_output(&self) {
+        for (stream, capture) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let bytes = capture.peek();
+            if !bytes.is_empty() {
+                tracing::debug!(stream, output = %String::from_utf8_lossy(&bytes).trim_end(), "guest output");
+            }
+        }
+    }
+
     /// Run `body` on the store under the limits, mapping every way it can
     /// fail to a [`CallFailure`].
     async fn run<R>(
@@ -1081,57 +1292,220 @@ pub enum ResourceBody {
 impl ToolResult {
     /// Convert from the guest's result, enforcing the result-size limit.
     fn from_wit(result: wit::CallResult, limits: &Limits) -> Result<Self, CallFailure> {
-        let size: u64 = result
-            .content
-            .iter()
-            .map(|c| match c {
-                wit::Content::Text(t) => t.len(),
-                wit::Content::Image(m) | wit::Content::Audio(m) => m.data.len(),
-                wit::Content::Embedded(r) => {
-                    r.uri.len()
-                        + match &r.body {
-                            wit::ResourceBody::Text(t) => t.len(),
-                            wit::ResourceBody::Blob(b) => b.len(),
-                        }
-                }
-            } as u64)
-            .sum::<u64>()
+        let size: u64 = result.content.iter().map(content_len).sum::<u64>()
             + result.structured.as_ref().map_or(0, |s| s.len() as u64);
-        if size > limits.max_result_bytes {
-            return Err(CallFailure::ResultTooLarge {
-                size,
-                limit: limits.max_result_bytes,
-            });
-        }
-        let content = result
-            .content
-            .into_iter()
-            .map(|c| match c {
-                wit::Content::Text(text) => Content::Text(text),
-                wit::Content::Image(m) => Content::Image {
-                    data: m.data,
-                    mime_type: m.mime_type,
-                },
-                wit::Content::Audio(m) => Content::Audio {
-                    data: m.data,
-                    mime_type: m.mime_type,
-                },
-                wit::Content::Embedded(r) => Content::Resource {
-                    uri: r.uri,
-                    mime_type: r.mime_type,
-                    body: match r.body {
-                        wit::ResourceBody::Text(t) => ResourceBody::Text(t),
-                        wit::ResourceBody::Blob(b) => ResourceBody::Blob(b),
-                    },
-                },
-            })
-            .collect();
+        check_size(size, limits)?;
         Ok(ToolResult {
-            content,
+            content: result.content.into_iter().map(content_from_wit).collect(),
             structured: result.structured,
             is_error: result.is_error,
         })
     }
+}
+
+/// Refuse a result of `size` bytes over the result-size limit.
+fn check_size(size: u64, limits: &Limits) -> Result<(), CallFailure> {
+    if size > limits.max_result_bytes {
+        return Err(CallFailure::ResultTooLarge {
+            size,
+            limit: limits.max_result_bytes,
+        });
+    }
+    Ok(())
+}
+
+fn body_len(body: &wit::ResourceBody) -> usize {
+    match body {
+        wit::ResourceBody::Text(t) => t.len(),
+        wit::ResourceBody::Blob(b) => b.len(),
+    }
+}
+
+/// The bytes a content item counts against the result-size limit.
+fn content_len(content: &wit::Content) -> u64 {
+    (match content {
+        wit::Content::Text(t) => t.len(),
+        wit::Content::Image(m) | wit::Content::Audio(m) => m.data.len(),
+        wit::Content::Embedded(r) => r.uri.len() + body_len(&r.body),
+    }) as u64
+}
+
+fn body_from_wit(body: wit::ResourceBody) -> ResourceBody {
+    match body {
+        wit::ResourceBody::Text(t) => ResourceBody::Text(t),
+        wit::ResourceBody::Blob(b) => ResourceBody::Blob(b),
+    }
+}
+
+fn content_from_wit(content: wit::Content) -> Content {
+    match content {
+        wit::Content::Text(text) => Content::Text(text),
+        wit::Content::Image(m) => Content::Image {
+            data: m.data,
+            mime_type: m.mime_type,
+        },
+        wit::Content::Audio(m) => Content::Audio {
+            data: m.data,
+            mime_type: m.mime_type,
+        },
+        wit::Content::Embedded(r) => Content::Resource {
+            uri: r.uri,
+            mime_type: r.mime_type,
+            body: body_from_wit(r.body),
+        },
+    }
+}
+
+/// The optional interfaces a component exports, with their export indices.
+#[derive(Clone, Default)]
+pub struct Extras {
+    resources: Option<wit_resources::GuestIndices>,
+    prompts: Option<wit_prompts::GuestIndices>,
+}
+
+impl Extras {
+    /// Whether the component exports `resources`.
+    pub fn has_resources(&self) -> bool {
+        self.resources.is_some()
+    }
+
+    /// Whether the component exports `prompts`.
+    pub fn has_prompts(&self) -> bool {
+        self.prompts.is_some()
+    }
+}
+
+/// What `list-resources`, `list-templates` and `list-prompts` returned, not
+/// yet validated.
+#[derive(Debug, Clone, Default)]
+pub struct RawExtras {
+    /// Concrete resources.
+    pub resources: Vec<RawResource>,
+    /// Resource templates.
+    pub templates: Vec<RawTemplate>,
+    /// Prompts.
+    pub prompts: Vec<RawPrompt>,
+}
+
+/// A resource as the component listed it.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct RawResource {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub size: Option<u64>,
+}
+
+impl From<wit_resources::ResourceDescriptor> for RawResource {
+    fn from(d: wit_resources::ResourceDescriptor) -> Self {
+        RawResource {
+            uri: d.uri,
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            mime_type: d.mime_type,
+            size: d.size,
+        }
+    }
+}
+
+/// A resource template as the component listed it.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct RawTemplate {
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+}
+
+impl From<wit_resources::TemplateDescriptor> for RawTemplate {
+    fn from(d: wit_resources::TemplateDescriptor) -> Self {
+        RawTemplate {
+            uri_template: d.uri_template,
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            mime_type: d.mime_type,
+        }
+    }
+}
+
+/// A prompt as the component listed it.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct RawPrompt {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct PromptArgument {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+impl From<wit_prompts::PromptDescriptor> for RawPrompt {
+    fn from(d: wit_prompts::PromptDescriptor) -> Self {
+        RawPrompt {
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            arguments: d
+                .arguments
+                .into_iter()
+                .map(|a| PromptArgument {
+                    name: a.name,
+                    title: a.title,
+                    description: a.description,
+                    required: a.required,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One part of a read resource.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct ResourceContent {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: ResourceBody,
+}
+
+/// Who speaks a prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum PromptRole {
+    User,
+    Assistant,
+}
+
+/// One message of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct PromptMessage {
+    pub role: PromptRole,
+    pub content: Content,
+}
+
+/// A built prompt.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct PromptOutput {
+    pub description: Option<String>,
+    pub messages: Vec<PromptMessage>,
 }
 
 /// Everything known about one call once it ends.

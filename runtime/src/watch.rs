@@ -230,6 +230,8 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
             _ => {}
         }
     }
+    let resources_changed = next.served_resources() != previous.served_resources();
+    let prompts_changed = next.served_prompts() != previous.served_prompts();
     summary.tools_changed = next.served() != previous.served()
         || next
             .tools
@@ -239,6 +241,16 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
     host.registry.replace(next);
     if summary.tools_changed {
         host.notifier.tools_changed().await;
+    }
+    if resources_changed {
+        host.notifier
+            .list_changed(crate::protocol::ListKind::Resources)
+            .await;
+    }
+    if prompts_changed {
+        host.notifier
+            .list_changed(crate::protocol::ListKind::Prompts)
+            .await;
     }
     for problem in &summary.problems {
         host.notifier.warn(problem).await;

@@ -36,6 +36,7 @@ GUEST_FILES = {
     "fs": "fs_tool.wasm",
     "v1": "versioned_v1.wasm",
     "v2": "versioned_v2.wasm",
+    "conformance": "conformance_fixture.wasm",
 }
 
 

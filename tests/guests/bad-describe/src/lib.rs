@@ -3,10 +3,18 @@
 //! keep serving every other tool. Implements the raw contract (no SDK
 //! macros), as a tool in another language would.
 
-use toolcage_guest::bindings::exports::toolcage::tool::tool::Guest;
-use toolcage_guest::bindings::toolcage::tool::types::{
-    Annotations, CallResult, Content, Descriptor,
-};
+// The raw `tool-component` world (tools only), bound directly rather than
+// through the SDK (whose world also exports resources and prompts): this
+// guest keeps proving that tool-only components load.
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../../../guest-sdk/wit",
+        world: "tool-component",
+    });
+}
+
+use bindings::exports::toolcage::tool::tool::Guest;
+use bindings::toolcage::tool::types::{Annotations, CallResult, Content, Descriptor};
 
 struct BadDescribe;
 
@@ -36,4 +44,4 @@ impl Guest for BadDescribe {
     }
 }
 
-toolcage_guest::bindings::__export_tool_component!(BadDescribe with_types_in toolcage_guest::bindings);
+bindings::export!(BadDescribe with_types_in bindings);

@@ -4,9 +4,10 @@
 //! back; names, arguments, texts and schemas follow the suite's scenario
 //! descriptions and its reference server (`everything-server.ts`).
 //!
-//! Only tools: toolcage cannot serve resources, prompts or completions from
-//! components yet, so the scenarios about those fail and are listed in
-//! `tests/conformance/expected-failures.txt`.
+//! Tools, resources (static text and binary, a template, a watched
+//! resource) and prompts (simple, with arguments, with an embedded
+//! resource, with an image). Completions are not served yet; those
+//! scenarios are listed in `tests/conformance/expected-failures.txt`.
 //!
 //! Elicitation and sampling go through the SDK. On 2025-x clients they are
 //! real requests to the client; on 2026-07-28 the host answers by replay
@@ -17,7 +18,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolcage_guest::{Content, ElicitResponse, JsonSchema, Output, ResourceBody, export, tool};
+use toolcage_guest::{
+    Content, ElicitResponse, JsonSchema, NoArguments, Output, PromptDef, PromptMessage,
+    ResourceBody, ResourceDef, TemplateVars, export, tool,
+};
 
 /// The suite's 1x1 red PNG (`iVBORw0KGgo…` in its reference server).
 const TEST_PNG: [u8; 70] = [
@@ -517,7 +521,128 @@ fn test_streaming_elicitation() -> Result<Output, String> {
     ))
 }
 
+// ---------------------------------------------------------------------------
+// Resources
+// ---------------------------------------------------------------------------
+
+fn static_text() -> ResourceDef {
+    ResourceDef::new("test://static-text", "static-text", || {
+        Ok::<_, String>(ResourceBody::Text(
+            "This is the content of the static text resource.".into(),
+        ))
+    })
+    .description("A static text resource for testing")
+    .mime_type("text/plain")
+}
+
+fn static_binary() -> ResourceDef {
+    ResourceDef::new("test://static-binary", "static-binary", || {
+        Ok::<_, String>(ResourceBody::Blob(TEST_PNG.to_vec()))
+    })
+    .description("A static binary resource (image) for testing")
+    .mime_type("image/png")
+}
+
+fn watched_resource() -> ResourceDef {
+    ResourceDef::new("test://watched-resource", "watched-resource", || {
+        Ok::<_, String>(ResourceBody::Text("Watched resource content".into()))
+    })
+    .description("A resource for subscription testing")
+    .mime_type("text/plain")
+}
+
+fn template_data() -> ResourceDef {
+    ResourceDef::template(
+        "test://template/{id}/data",
+        "template-data",
+        |vars: &TemplateVars| {
+            let id = vars.get("id").unwrap_or_default();
+            Ok::<_, String>(ResourceBody::Text(
+                json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                    .to_string(),
+            ))
+        },
+    )
+    .description("A resource template with parameter substitution")
+    .mime_type("application/json")
+}
+
+// ---------------------------------------------------------------------------
+// Prompts
+// ---------------------------------------------------------------------------
+
+fn test_simple_prompt() -> PromptDef {
+    PromptDef::new(
+        "test_simple_prompt",
+        "A simple prompt without arguments",
+        |_: NoArguments| {
+            Ok::<_, String>(vec![PromptMessage::user(Content::text(
+                "This is a simple prompt for testing.",
+            ))])
+        },
+    )
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PromptArgs {
+    /// First test argument
+    arg1: String,
+    /// Second test argument
+    arg2: String,
+}
+
+fn test_prompt_with_arguments() -> PromptDef {
+    PromptDef::new(
+        "test_prompt_with_arguments",
+        "A prompt with required arguments",
+        |args: PromptArgs| {
+            Ok::<_, String>(vec![PromptMessage::user(Content::text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                args.arg1, args.arg2
+            )))])
+        },
+    )
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EmbeddedArgs {
+    /// URI of the resource to embed
+    resource_uri: String,
+}
+
+fn test_prompt_with_embedded_resource() -> PromptDef {
+    PromptDef::new(
+        "test_prompt_with_embedded_resource",
+        "A prompt that includes an embedded resource",
+        |args: EmbeddedArgs| {
+            Ok::<_, String>(vec![
+                PromptMessage::user(Content::Resource {
+                    uri: args.resource_uri,
+                    mime_type: Some("text/plain".into()),
+                    body: ResourceBody::Text("Embedded resource content for testing.".into()),
+                }),
+                PromptMessage::user(Content::text("Please process the embedded resource above.")),
+            ])
+        },
+    )
+}
+
+fn test_prompt_with_image() -> PromptDef {
+    PromptDef::new(
+        "test_prompt_with_image",
+        "A prompt that includes image content",
+        |_: NoArguments| {
+            Ok::<_, String>(vec![
+                PromptMessage::user(png()),
+                PromptMessage::user(Content::text("Please analyze the image above.")),
+            ])
+        },
+    )
+}
+
 export!(
+    tools: [
     test_simple_text,
     test_image_content,
     test_audio_content,
@@ -542,4 +667,12 @@ export!(
     test_input_required_result_capabilities,
     test_missing_capability,
     test_streaming_elicitation,
+    ],
+    resources: [static_text, static_binary, watched_resource, template_data],
+    prompts: [
+        test_simple_prompt,
+        test_prompt_with_arguments,
+        test_prompt_with_embedded_resource,
+        test_prompt_with_image,
+    ],
 );

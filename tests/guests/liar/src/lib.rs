@@ -3,10 +3,18 @@
 //! requires an integer; `no_structured` declares an output schema and
 //! returns no structured output; `not_object` returns a JSON array.
 
-use toolcage_guest::bindings::exports::toolcage::tool::tool::Guest;
-use toolcage_guest::bindings::toolcage::tool::types::{
-    Annotations, CallResult, Content, Descriptor,
-};
+// The raw `tool-component` world (tools only), bound directly rather than
+// through the SDK (whose world also exports resources and prompts): this
+// guest keeps proving that tool-only components load.
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../../../guest-sdk/wit",
+        world: "tool-component",
+    });
+}
+
+use bindings::exports::toolcage::tool::tool::Guest;
+use bindings::toolcage::tool::types::{Annotations, CallResult, Content, Descriptor};
 
 struct Liar;
 
@@ -52,4 +60,4 @@ impl Guest for Liar {
     }
 }
 
-toolcage_guest::bindings::__export_tool_component!(Liar with_types_in toolcage_guest::bindings);
+bindings::export!(Liar with_types_in bindings);
