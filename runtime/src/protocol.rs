@@ -435,7 +435,7 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let stateless = is_stateless(&ctx);
@@ -447,26 +447,28 @@ impl ServerHandler for McpServer {
                 sample: caps.sampling.is_some(),
             })
             .unwrap_or_default();
-        let arguments_value =
-            serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        let digest = call_digest(&request.name, &arguments_value);
-        let (services, answers) = if stateless {
-            // Answers so far: those carried in the signed state, plus the
-            // ones this retry brings.
+        // 2026-07-28 calls replay with the answers so far (those in the signed
+        // state plus the ones this retry brings), bound to the call by a
+        // digest of tool and arguments. Older clients are asked directly, so
+        // none of this is computed for them.
+        let (services, replay) = if stateless {
+            let arguments =
+                serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+            let digest = call_digest(&request.name, &arguments);
             let mut answers = match &request.request_state {
                 Some(state) => verify_state(state, &digest)
                     .map_err(|reason| McpError::invalid_params(reason, None))?,
                 None => std::collections::BTreeMap::new(),
             };
-            answers.extend(request.input_responses.clone().unwrap_or_default());
+            answers.extend(request.input_responses.take().unwrap_or_default());
             let replay = ReplayServices::new(answers.clone(), capabilities);
-            (services::shared(replay), answers)
+            (services::shared(replay), Some((digest, answers)))
         } else {
             let peer_services = PeerServices {
                 peer: ctx.peer.clone(),
                 capabilities,
             };
-            (services::shared(peer_services), Default::default())
+            (services::shared(peer_services), None)
         };
         let (events, forwarder) = EventForwarder::start(
             ctx.peer.clone(),
@@ -490,9 +492,16 @@ impl ServerHandler for McpServer {
         // notification it queued is written, so none trails the response.
         let _ = forwarder.await;
         match result {
-            Ok(output) => match output.input_required.clone() {
-                Some(pending) => input_required(pending, &digest, &answers),
-                None => Ok(to_mcp_result(output).into()),
+            Ok(mut output) => match (output.input_required.take(), &replay) {
+                (Some(pending), Some((digest, answers))) => {
+                    input_required(pending, digest, answers)
+                }
+                // Only replay stops a call for input.
+                (Some(_), None) => Err(McpError::internal_error(
+                    "a call stopped for input outside a 2026-07-28 request",
+                    None,
+                )),
+                (None, _) => Ok(to_mcp_result(output).into()),
             },
             Err(error @ DispatchError::UnknownTool(_)) => Err(McpError::invalid_params(
                 format!("{error}; call tools/list for the available tools"),

@@ -190,8 +190,7 @@ impl Transport<RoleServer> for LineTransport {
 mod tests {
     use super::*;
 
-    async fn lines(input: &[u8], max_line: usize) -> Vec<String> {
-        let _ = max_line;
+    async fn lines(input: &[u8]) -> Vec<String> {
         let mut reader = BufReader::new(input);
         let mut out = Vec::new();
         let mut buf = Vec::new();
@@ -208,14 +207,14 @@ mod tests {
 
     #[tokio::test]
     async fn splits_lines_and_keeps_the_last_unterminated_one() {
-        assert_eq!(lines(b"a\nbc\nd", 0).await, ["a\n", "bc\n", "d"]);
-        assert!(lines(b"", 0).await.is_empty());
+        assert_eq!(lines(b"a\nbc\nd").await, ["a\n", "bc\n", "d"]);
+        assert!(lines(b"").await.is_empty());
     }
 
     #[tokio::test]
     async fn over_long_lines_are_skipped_not_buffered() {
         let mut input = vec![b'x'; MAX_LINE_BYTES + 10];
         input.extend_from_slice(b"\nok\n");
-        assert_eq!(lines(&input, 0).await, ["<too long>", "ok\n"]);
+        assert_eq!(lines(&input).await, ["<too long>", "ok\n"]);
     }
 }
