@@ -62,6 +62,8 @@ pub struct Options {
     /// Roots granted on the command line (`--root`), kept to re-apply when
     /// the config file is reloaded.
     pub cli_grants: Vec<config::Grant>,
+    /// Meter guest instructions with fuel (`--no-fuel` turns it off).
+    pub fuel_metering: bool,
 }
 
 /// A loaded tool host: sandbox, registry and dispatcher.
@@ -90,6 +92,7 @@ impl Host {
             Sandbox::new(&SandboxSettings {
                 max_concurrent_calls: options.config.server.max_concurrent_calls,
                 cache_dir: options.cache_dir.clone(),
+                fuel_metering: options.fuel_metering,
             })
             .context("cannot create the WebAssembly engine")?,
         );

@@ -83,6 +83,10 @@ struct Common {
     /// (repeatable): `--root ~/project:rw --root /data`.
     #[arg(long, value_name = "PATH[:ro|:rw]")]
     root: Vec<String>,
+    /// Turn fuel metering off for every tool (calls stay bounded by their
+    /// deadline and memory cap); for measuring what metering costs.
+    #[arg(long)]
+    no_fuel: bool,
 }
 
 fn main() -> ExitCode {
@@ -229,6 +233,7 @@ fn options(common: &Common) -> anyhow::Result<Options> {
         cache_dir,
         config,
         cli_grants,
+        fuel_metering: !common.no_fuel,
     })
 }
 

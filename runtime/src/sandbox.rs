@@ -106,6 +106,10 @@ pub struct SandboxSettings {
     pub max_concurrent_calls: u32,
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// Meter guest instructions with fuel (on unless the operator turns it
+    /// off with `--no-fuel`, e.g. to measure what metering costs; deadline
+    /// and memory cap still apply without it).
+    pub fuel_metering: bool,
 }
 
 /// Owns the engine, the linker and the compile cache.
@@ -113,6 +117,7 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
+    fuel_metering: bool,
     /// Key of everything that makes a compiled artefact valid besides the
     /// input: the engine's settings and this build of toolcage.
     engine_key: String,
@@ -127,7 +132,7 @@ impl Sandbox {
     /// reserve the virtual memory for the instance pool).
     pub fn new(settings: &SandboxSettings) -> anyhow::Result<Self> {
         let mut config = wasmtime::Config::new();
-        config.consume_fuel(true);
+        config.consume_fuel(settings.fuel_metering);
         config.epoch_interruption(true);
         // Guest stack (512 KiB) well inside the fiber stack (2 MiB) so a deep
         // recursion is a clean stack-overflow trap, not a host crash.
@@ -171,6 +176,7 @@ impl Sandbox {
             engine,
             linker,
             cache_dir: settings.cache_dir.clone(),
+            fuel_metering: settings.fuel_metering,
             engine_key,
         })
     }
@@ -514,6 +520,7 @@ impl Sandbox {
             stderr,
             fuel_used: 0,
             peak_memory: 0,
+            metered: self.fuel_metering,
         }
     }
 }
@@ -589,6 +596,8 @@ struct Run {
     stderr: Capture,
     fuel_used: u64,
     peak_memory: u64,
+    /// Whether the engine meters fuel (`SandboxSettings::fuel_metering`).
+    metered: bool,
 }
 
 impl Run {
@@ -613,7 +622,9 @@ impl Run {
         let Some(mut store) = self.store.take() else {
             return Err(CallFailure::Trap("store already used".into()));
         };
-        if let Err(error) = store.set_fuel(limits.fuel) {
+        if self.metered
+            && let Err(error) = store.set_fuel(limits.fuel)
+        {
             return Err(CallFailure::Trap(format!("cannot set fuel: {error}")));
         }
         // Yield to the executor at every epoch tick, so the select! below
@@ -628,7 +639,9 @@ impl Run {
             () = tokio::time::sleep(deadline) => Err(CallFailure::Deadline { limit_ms: limits.deadline_ms }),
             result = body(&mut store) => result.map_err(|error| self.classify(error, &store, limits)),
         };
-        self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        if self.metered {
+            self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        }
         self.peak_memory = store.data().limiter.memory_used;
         result
     }
