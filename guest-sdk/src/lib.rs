@@ -115,6 +115,9 @@ use serde_json::Value;
 pub use schemars::JsonSchema;
 pub use toolcage_guest_macros::tool;
 
+#[cfg(feature = "http")]
+pub mod http;
+
 /// Bindings generated from `wit/tool.wit`. Tool authors do not need these;
 /// they are public for [`export!`] and for authors who want the raw contract.
 #[doc(hidden)]
