@@ -961,122 +961,93 @@ mod transport {
         }
     }
 
-    /// The error code in WIT spelling, and the host's message for
-    /// `internal-error`.
+    /// The error code in WIT spelling (with its payload, if any), and the
+    /// host's message for `internal-error`.
     pub(super) fn transport_kind(code: ErrorCode) -> ErrorKind {
-        let opt = |value: Option<String>| value.map(|v| format!("({v})")).unwrap_or_default();
-        let (code, message) = match code {
-            ErrorCode::InternalError(message) => ("internal-error".to_owned(), message),
-            ErrorCode::DnsTimeout => ("dns-timeout".into(), None),
+        let size = |size: Option<u64>| size.map(|s| s.to_string());
+        let count = |count: Option<u32>| count.map(|c| c.to_string());
+        let (name, detail) = match code {
+            ErrorCode::InternalError(message) => {
+                let code = "internal-error".to_owned();
+                return ErrorKind::Transport { code, message };
+            }
+            ErrorCode::DnsTimeout => ("dns-timeout", None),
             ErrorCode::DnsError(payload) => {
-                let mut parts = Vec::new();
-                if let Some(rcode) = payload.rcode {
-                    parts.push(format!("rcode: {rcode}"));
-                }
-                if let Some(info) = payload.info_code {
-                    parts.push(format!("info-code: {info}"));
-                }
-                let detail = if parts.is_empty() {
-                    String::new()
-                } else {
-                    format!("({})", parts.join(", "))
-                };
-                (format!("dns-error{detail}"), None)
+                let parts: Vec<String> = [
+                    payload.rcode.map(|rcode| format!("rcode: {rcode}")),
+                    payload.info_code.map(|info| format!("info-code: {info}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                ("dns-error", (!parts.is_empty()).then(|| parts.join(", ")))
             }
-            ErrorCode::DestinationNotFound => ("destination-not-found".into(), None),
-            ErrorCode::DestinationUnavailable => ("destination-unavailable".into(), None),
-            ErrorCode::DestinationIpProhibited => ("destination-ip-prohibited".into(), None),
-            ErrorCode::DestinationIpUnroutable => ("destination-ip-unroutable".into(), None),
-            ErrorCode::ConnectionRefused => ("connection-refused".into(), None),
-            ErrorCode::ConnectionTerminated => ("connection-terminated".into(), None),
-            ErrorCode::ConnectionTimeout => ("connection-timeout".into(), None),
-            ErrorCode::ConnectionReadTimeout => ("connection-read-timeout".into(), None),
-            ErrorCode::ConnectionWriteTimeout => ("connection-write-timeout".into(), None),
-            ErrorCode::ConnectionLimitReached => ("connection-limit-reached".into(), None),
-            ErrorCode::TlsProtocolError => ("tls-protocol-error".into(), None),
-            ErrorCode::TlsCertificateError => ("tls-certificate-error".into(), None),
-            ErrorCode::TlsAlertReceived(payload) => (
-                format!("tls-alert-received{}", opt(payload.alert_message)),
-                None,
+            ErrorCode::DestinationNotFound => ("destination-not-found", None),
+            ErrorCode::DestinationUnavailable => ("destination-unavailable", None),
+            ErrorCode::DestinationIpProhibited => ("destination-ip-prohibited", None),
+            ErrorCode::DestinationIpUnroutable => ("destination-ip-unroutable", None),
+            ErrorCode::ConnectionRefused => ("connection-refused", None),
+            ErrorCode::ConnectionTerminated => ("connection-terminated", None),
+            ErrorCode::ConnectionTimeout => ("connection-timeout", None),
+            ErrorCode::ConnectionReadTimeout => ("connection-read-timeout", None),
+            ErrorCode::ConnectionWriteTimeout => ("connection-write-timeout", None),
+            ErrorCode::ConnectionLimitReached => ("connection-limit-reached", None),
+            ErrorCode::TlsProtocolError => ("tls-protocol-error", None),
+            ErrorCode::TlsCertificateError => ("tls-certificate-error", None),
+            ErrorCode::TlsAlertReceived(alert) => ("tls-alert-received", alert.alert_message),
+            ErrorCode::HttpRequestDenied => ("http-request-denied", None),
+            ErrorCode::HttpRequestLengthRequired => ("http-request-length-required", None),
+            ErrorCode::HttpRequestBodySize(limit) => ("http-request-body-size", size(limit)),
+            ErrorCode::HttpRequestMethodInvalid => ("http-request-method-invalid", None),
+            ErrorCode::HttpRequestUriInvalid => ("http-request-uri-invalid", None),
+            ErrorCode::HttpRequestUriTooLong => ("http-request-uri-too-long", None),
+            ErrorCode::HttpRequestHeaderSectionSize(limit) => {
+                ("http-request-header-section-size", count(limit))
+            }
+            ErrorCode::HttpRequestHeaderSize(field) => (
+                "http-request-header-size",
+                field.and_then(|field| field.field_name),
             ),
-            ErrorCode::HttpRequestDenied => ("http-request-denied".into(), None),
-            ErrorCode::HttpRequestLengthRequired => ("http-request-length-required".into(), None),
-            ErrorCode::HttpRequestBodySize(size) => (
-                format!("http-request-body-size{}", opt(size.map(|s| s.to_string()))),
-                None,
-            ),
-            ErrorCode::HttpRequestMethodInvalid => ("http-request-method-invalid".into(), None),
-            ErrorCode::HttpRequestUriInvalid => ("http-request-uri-invalid".into(), None),
-            ErrorCode::HttpRequestUriTooLong => ("http-request-uri-too-long".into(), None),
-            ErrorCode::HttpRequestHeaderSectionSize(size) => (
-                format!(
-                    "http-request-header-section-size{}",
-                    opt(size.map(|s| s.to_string()))
-                ),
-                None,
-            ),
-            ErrorCode::HttpRequestHeaderSize(payload) => (
-                format!(
-                    "http-request-header-size{}",
-                    opt(payload.and_then(|p| p.field_name))
-                ),
-                None,
-            ),
-            ErrorCode::HttpRequestTrailerSectionSize(size) => (
-                format!(
-                    "http-request-trailer-section-size{}",
-                    opt(size.map(|s| s.to_string()))
-                ),
-                None,
-            ),
-            ErrorCode::HttpRequestTrailerSize(payload) => (
-                format!("http-request-trailer-size{}", opt(payload.field_name)),
-                None,
-            ),
-            ErrorCode::HttpResponseIncomplete => ("http-response-incomplete".into(), None),
-            ErrorCode::HttpResponseHeaderSectionSize(size) => (
-                format!(
-                    "http-response-header-section-size{}",
-                    opt(size.map(|s| s.to_string()))
-                ),
-                None,
-            ),
-            ErrorCode::HttpResponseHeaderSize(payload) => (
-                format!("http-response-header-size{}", opt(payload.field_name)),
-                None,
-            ),
-            ErrorCode::HttpResponseBodySize(size) => (
-                format!(
-                    "http-response-body-size{}",
-                    opt(size.map(|s| s.to_string()))
-                ),
-                None,
-            ),
-            ErrorCode::HttpResponseTrailerSectionSize(size) => (
-                format!(
-                    "http-response-trailer-section-size{}",
-                    opt(size.map(|s| s.to_string()))
-                ),
-                None,
-            ),
-            ErrorCode::HttpResponseTrailerSize(payload) => (
-                format!("http-response-trailer-size{}", opt(payload.field_name)),
-                None,
-            ),
-            ErrorCode::HttpResponseTransferCoding(coding) => (
-                format!("http-response-transfer-coding{}", opt(coding)),
-                None,
-            ),
+            ErrorCode::HttpRequestTrailerSectionSize(limit) => {
+                ("http-request-trailer-section-size", count(limit))
+            }
+            ErrorCode::HttpRequestTrailerSize(field) => {
+                ("http-request-trailer-size", field.field_name)
+            }
+            ErrorCode::HttpResponseIncomplete => ("http-response-incomplete", None),
+            ErrorCode::HttpResponseHeaderSectionSize(limit) => {
+                ("http-response-header-section-size", count(limit))
+            }
+            ErrorCode::HttpResponseHeaderSize(field) => {
+                ("http-response-header-size", field.field_name)
+            }
+            ErrorCode::HttpResponseBodySize(limit) => ("http-response-body-size", size(limit)),
+            ErrorCode::HttpResponseTrailerSectionSize(limit) => {
+                ("http-response-trailer-section-size", count(limit))
+            }
+            ErrorCode::HttpResponseTrailerSize(field) => {
+                ("http-response-trailer-size", field.field_name)
+            }
+            ErrorCode::HttpResponseTransferCoding(coding) => {
+                ("http-response-transfer-coding", coding)
+            }
             ErrorCode::HttpResponseContentCoding(coding) => {
-                (format!("http-response-content-coding{}", opt(coding)), None)
+                ("http-response-content-coding", coding)
             }
-            ErrorCode::HttpResponseTimeout => ("http-response-timeout".into(), None),
-            ErrorCode::HttpUpgradeFailed => ("http-upgrade-failed".into(), None),
-            ErrorCode::HttpProtocolError => ("http-protocol-error".into(), None),
-            ErrorCode::LoopDetected => ("loop-detected".into(), None),
-            ErrorCode::ConfigurationError => ("configuration-error".into(), None),
+            ErrorCode::HttpResponseTimeout => ("http-response-timeout", None),
+            ErrorCode::HttpUpgradeFailed => ("http-upgrade-failed", None),
+            ErrorCode::HttpProtocolError => ("http-protocol-error", None),
+            ErrorCode::LoopDetected => ("loop-detected", None),
+            ErrorCode::ConfigurationError => ("configuration-error", None),
         };
-        ErrorKind::Transport { code, message }
+        let code = match detail {
+            Some(detail) => format!("{name}({detail})"),
+            None => name.to_owned(),
+        };
+        ErrorKind::Transport {
+            code,
+            message: None,
+        }
     }
 }
 
@@ -1120,7 +1091,11 @@ impl Url {
     /// model.
     fn parse(input: &str) -> Result<Url, String> {
         let input = input.trim();
-        let Some((scheme, rest)) = split_scheme(input) else {
+        // `localhost:8080/x` is a host and port without a scheme, not a
+        // URL with the scheme `localhost`.
+        let scheme_less = split_scheme(input)
+            .is_some_and(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()));
+        let Some((scheme, rest)) = split_scheme(input).filter(|_| !scheme_less) else {
             return Err(
                 "it is not an absolute URL; give one such as `https://api.example.com/path`".into(),
             );
@@ -1318,29 +1293,8 @@ fn normalise_path_and_query(tail: &str) -> String {
         out.push('/');
     }
     for byte in tail.bytes() {
-        let allowed = byte.is_ascii_alphanumeric()
-            || matches!(
-                byte,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'@'
-                    | b'/'
-                    | b'?'
-                    | b'%'
-            );
+        // RFC 3986 `pchar`, `/` and `?`, and `%` for escapes already there.
+        let allowed = byte.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&byte);
         if allowed {
             out.push(char::from(byte));
         } else {
@@ -1386,24 +1340,7 @@ fn remove_dot_segments(path: &str) -> String {
 
 /// RFC 9110 `tchar`: what a method or header name may be made of.
 fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric()
-        || matches!(
-            byte,
-            b'!' | b'#'
-                | b'$'
-                | b'%'
-                | b'&'
-                | b'\''
-                | b'*'
-                | b'+'
-                | b'-'
-                | b'.'
-                | b'^'
-                | b'_'
-                | b'`'
-                | b'|'
-                | b'~'
-        )
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 #[cfg(test)]
@@ -1455,6 +1392,7 @@ mod tests {
             ("ftp://example.com/", "not `ftp:`"),
             ("file:///etc/passwd", "not `file:`"),
             ("example.com/path", "not an absolute URL"),
+            ("localhost:8080/x", "not an absolute URL"),
             ("/relative", "not an absolute URL"),
             ("https:example.com", "`//` and a host"),
             ("https://", "no host"),
