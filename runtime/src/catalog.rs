@@ -50,6 +50,11 @@ pub struct LoadedComponent {
     pub pre: ToolComponentPre<HostState>,
     /// The optional interfaces it exports (resources, prompts).
     pub extras: Extras,
+    /// The interfaces it imports, without versions, sorted
+    /// (`wasi:http/outgoing-handler`, `wasi:filesystem/types`, ...): what
+    /// it could use if granted. A new version that imports more is
+    /// reported as a capability change.
+    pub imports: Vec<String>,
 }
 
 /// A resource, template or prompt with the component that serves it.
@@ -127,6 +132,9 @@ pub struct FileReport {
     /// When a newer version of the file failed to load and the last good
     /// version keeps serving: why the newer one failed.
     pub rejected_update: Option<String>,
+    /// Imports a new version of the file added over the version served
+    /// before it (empty if none, or on first load).
+    pub capability_change: Vec<String>,
 }
 
 /// The outcome of loading one file.
@@ -341,12 +349,20 @@ pub async fn load_dir(
             return assemble(Vec::new(), config);
         }
     };
+    let pins: Arc<BTreeMap<String, String>> = Arc::new(
+        config
+            .tools
+            .iter()
+            .filter_map(|(name, policy)| Some((name.clone(), policy.pin.clone()?)))
+            .collect(),
+    );
     let mut loads = Vec::with_capacity(files.len());
     for path in files {
         let sandbox = Arc::clone(sandbox);
         let last_good = previous.and_then(|p| p.loaded.get(&path)).cloned();
+        let pins = Arc::clone(&pins);
         loads.push(tokio::spawn(async move {
-            let outcome = load_file(&sandbox, &path, last_good).await;
+            let outcome = load_file(&sandbox, &path, last_good, &pins).await;
             (path, outcome)
         }));
     }
@@ -373,59 +389,148 @@ pub struct FileLoad {
     /// Set when this is the last good version, kept because the file's
     /// current contents failed for this reason.
     pub rejected_update: Option<String>,
+    /// Imports the file's current contents add over the last good version.
+    pub capability_change: Vec<String>,
 }
 
 /// Read, compile, link and describe one file. `last_good` is the version
 /// currently served from this path, if any: reused when the digest is the
-/// same, kept when the new contents fail. `None` if the file is gone.
+/// same, kept when the new contents fail. `pins` maps tool names to the
+/// digest their component must have. `None` if the file is gone.
 pub async fn load_file(
     sandbox: &Arc<Sandbox>,
     path: &Path,
     last_good: Option<LoadedFile>,
+    pins: &BTreeMap<String, String>,
 ) -> Option<FileLoad> {
     let bytes = match tokio::fs::read(path).await {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
         Err(error) => {
-            return Some(fallback(last_good, None, format!("cannot read: {error}")));
+            return Some(fallback(
+                last_good,
+                None,
+                format!("cannot read: {error}"),
+                pins,
+            ));
         }
     };
     let digest = hex(&Sha256::digest(&bytes));
     if let Some(good) = last_good.as_ref().filter(|g| g.component.digest == digest) {
         tracing::debug!(file = %path.display(), %digest, "unchanged; reusing the loaded component");
+        // The config's pins may have changed since it loaded.
+        if let Some(reason) = pin_mismatch(good, pins) {
+            return Some(FileLoad {
+                digest: Some(digest),
+                from_cache: true,
+                result: Err(reason),
+                rejected_update: None,
+                capability_change: Vec::new(),
+            });
+        }
         return Some(FileLoad {
             digest: Some(digest),
             from_cache: true,
             result: Ok(good.clone()),
             rejected_update: None,
+            capability_change: Vec::new(),
         });
     }
+    // A new version of a file whose tools are pinned is refused before any
+    // of it runs (not even `describe`).
+    if let Some(good) = &last_good
+        && let Some(reason) = pin_mismatch_for(&good.tools, &digest, pins)
+    {
+        return Some(fallback(last_good, Some(digest), reason, pins));
+    }
     match compile_and_describe(sandbox, path, bytes, &digest).await {
-        Ok((file, from_cache)) => Some(FileLoad {
-            digest: Some(digest),
-            from_cache,
-            result: Ok(file),
-            rejected_update: None,
-        }),
-        Err(reason) => Some(fallback(last_good, Some(digest), reason)),
+        Ok((file, from_cache)) => {
+            let added: Vec<String> = match &last_good {
+                Some(good) => file
+                    .component
+                    .imports
+                    .iter()
+                    .filter(|i| !good.component.imports.contains(i))
+                    .cloned()
+                    .collect(),
+                None => Vec::new(),
+            };
+            if !added.is_empty() {
+                tracing::warn!(
+                    file = %path.display(),
+                    added = %added.join(", "),
+                    "capability change: the new version imports more than the one it replaces"
+                );
+            }
+            if let Some(reason) = pin_mismatch(&file, pins) {
+                let reason = if added.is_empty() {
+                    reason
+                } else {
+                    format!("{reason}; it also asks for more: {}", added.join(", "))
+                };
+                let mut load = fallback(last_good, Some(digest), reason, pins);
+                load.capability_change = added;
+                return Some(load);
+            }
+            Some(FileLoad {
+                digest: Some(digest),
+                from_cache,
+                result: Ok(file),
+                rejected_update: None,
+                capability_change: added,
+            })
+        }
+        Err(reason) => Some(fallback(last_good, Some(digest), reason, pins)),
     }
 }
 
+/// Why `file` may not serve under `pins`, if it may not.
+fn pin_mismatch(file: &LoadedFile, pins: &BTreeMap<String, String>) -> Option<String> {
+    pin_mismatch_for(&file.tools, &file.component.digest, pins)
+}
+
+/// Why a component with `digest` providing `tools` may not serve under
+/// `pins`, if it may not.
+fn pin_mismatch_for(
+    tools: &[Arc<ToolSpec>],
+    digest: &str,
+    pins: &BTreeMap<String, String>,
+) -> Option<String> {
+    tools.iter().find_map(|spec| {
+        let name = &spec.descriptor.name;
+        let pin = pins.get(name)?;
+        (pin != digest).then(|| {
+            format!(
+                "pinned: `tools.{name}.pin` is sha256:{pin}, but this file is sha256:{digest}; \
+                 to accept it, set the pin to the new digest (`toolcage pin` prints it)"
+            )
+        })
+    })
+}
+
 /// The outcome for a file whose current contents failed: its last good
-/// version if there is one, else the failure.
-fn fallback(last_good: Option<LoadedFile>, digest: Option<String>, reason: String) -> FileLoad {
-    match last_good {
+/// version if there is one (and it still satisfies the pins), else the
+/// failure.
+fn fallback(
+    last_good: Option<LoadedFile>,
+    digest: Option<String>,
+    reason: String,
+    pins: &BTreeMap<String, String>,
+) -> FileLoad {
+    match last_good.filter(|good| pin_mismatch(good, pins).is_none()) {
         Some(good) => FileLoad {
             digest: Some(good.component.digest.clone()),
             from_cache: true,
             result: Ok(good),
             rejected_update: Some(reason),
+            capability_change: Vec::new(),
         },
         None => FileLoad {
             digest,
             from_cache: false,
             result: Err(reason),
             rejected_update: None,
+            capability_change: Vec::new(),
         },
     }
 }
@@ -450,6 +555,7 @@ async fn compile_and_describe(
         .prepare(&compiled.component)
         .map_err(|error| error.to_string())?;
     let extras = sandbox.extras(&pre).map_err(|error| error.to_string())?;
+    let imports = sandbox.imports(&compiled.component);
     // `describe` runs under the default limits: it should be cheap, and a
     // file cannot choose its own limits.
     let raw = sandbox
@@ -473,6 +579,7 @@ async fn compile_and_describe(
         digest: digest.to_owned(),
         pre,
         extras,
+        imports,
     });
     let RawExtras {
         resources,
@@ -562,6 +669,7 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
             status,
             from_cache: load.from_cache,
             rejected_update: load.rejected_update,
+            capability_change: load.capability_change,
         });
     }
     for name in config.tools.keys() {

@@ -11,8 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
+
+use crate::net::HostPattern;
 
 /// Default fuel per call. Fuel counts roughly one unit per WebAssembly
 /// instruction; ten billion is several seconds of pure compute, far beyond
@@ -35,6 +38,27 @@ pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
 
 /// The largest memory cap a tool can be given: the 32-bit address space.
 pub const MAX_MEMORY_MIB: u64 = 4096;
+/// Default cap on an outgoing HTTP request body: 4 MiB.
+pub const DEFAULT_HTTP_REQUEST_KIB: u64 = 4 * 1024;
+/// Default cap on an HTTP response body a tool reads: 16 MiB, the size of
+/// the largest result it may return.
+pub const DEFAULT_HTTP_RESPONSE_KIB: u64 = 16 * 1024;
+/// Default per-request HTTP timeout (connect, first byte, between bytes):
+/// 10 s.
+pub const DEFAULT_HTTP_TIMEOUT_MS: u64 = 10_000;
+/// Argument keys the journal redacts unless the config says otherwise
+/// (compared case-insensitively, at any depth).
+pub const DEFAULT_REDACT: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "cookie",
+    "private_key",
+];
 
 /// The validated configuration.
 #[derive(Debug, Clone)]
@@ -54,6 +78,46 @@ pub struct Config {
     pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
     pub tools: BTreeMap<String, Policy>,
+    /// The call journal, if the file asks for one.
+    pub journal: Option<JournalConfig>,
+}
+
+/// Where and how the call journal is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// The file (rotated to `FILE.1`, `FILE.2`, ...).
+    pub path: PathBuf,
+    /// Rotate when the file would grow past this many bytes.
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    pub keep: u32,
+    /// How arguments are recorded (tools may override).
+    pub arguments: ArgumentsMode,
+    /// Argument keys whose values are replaced by `"[redacted]"`
+    /// (lowercase).
+    pub redact: Vec<String>,
+}
+
+/// How the journal records a call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgumentsMode {
+    /// The arguments, with redacted keys and secret values replaced.
+    Full,
+    /// Only the SHA-256 of the arguments (enough to match a known call).
+    Digest,
+    /// Nothing.
+    None,
+}
+
+impl ArgumentsMode {
+    fn parse(text: &str) -> Option<ArgumentsMode> {
+        match text {
+            "full" => Some(ArgumentsMode::Full),
+            "digest" => Some(ArgumentsMode::Digest),
+            "none" => Some(ArgumentsMode::None),
+            _ => None,
+        }
+    }
 }
 
 /// Settings of the Streamable HTTP transport.
@@ -99,6 +163,45 @@ pub struct Policy {
     /// Whether the tool may ask the client's model for completions (it
     /// spends the user's tokens). Off unless the operator turns it on.
     pub allow_sampling: bool,
+    /// Hosts the tool may reach over HTTP(S). Empty: no network at all.
+    pub network: Arc<[HostPattern]>,
+    /// Environment variables the tool sees. Empty: none.
+    pub env: Arc<[EnvVar]>,
+    /// Ask the user before each call: `Some` when the config says so,
+    /// `None` to follow the tool's annotations (on for destructive tools).
+    pub confirm: Option<bool>,
+    /// The SHA-256 (lowercase hex) the providing component must have.
+    pub pin: Option<String>,
+    /// How the journal records this tool's arguments, if not the default.
+    pub journal_arguments: Option<ArgumentsMode>,
+}
+
+impl Policy {
+    /// The values of the secrets among this policy's variables.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.env
+            .iter()
+            .filter(|v| v.secret)
+            .map(|v| v.value.as_str())
+    }
+}
+
+/// One environment variable given to a tool.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EnvVar {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+    /// Read from a file: never logged, redacted from the journal.
+    pub secret: bool,
+}
+
+impl std::fmt::Debug for EnvVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = if self.secret { "[secret]" } else { &self.value };
+        write!(f, "{}={value:?}", self.name)
+    }
 }
 
 /// A directory granted to a tool.
@@ -210,6 +313,13 @@ pub struct Limits {
     pub max_result_bytes: u64,
     /// Calls of this tool that may run at once.
     pub max_concurrent: u32,
+    /// Largest HTTP request body the tool may send, in bytes.
+    pub http_request_bytes: u64,
+    /// Largest HTTP response body the tool may read, in bytes.
+    pub http_response_bytes: u64,
+    /// Per-request HTTP timeout (connect, first byte, between bytes), in
+    /// milliseconds.
+    pub http_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -220,6 +330,9 @@ impl Default for Limits {
             memory_bytes: DEFAULT_MEMORY_MIB * 1024 * 1024,
             max_result_bytes: DEFAULT_MAX_RESULT_KIB * 1024,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
+            http_request_bytes: DEFAULT_HTTP_REQUEST_KIB * 1024,
+            http_response_bytes: DEFAULT_HTTP_RESPONSE_KIB * 1024,
+            http_timeout_ms: DEFAULT_HTTP_TIMEOUT_MS,
         }
     }
 }
@@ -236,6 +349,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             defaults: Policy::default(),
             tools: BTreeMap::new(),
+            journal: None,
         }
     }
 }
@@ -316,10 +430,23 @@ impl Config {
             .http
             .resolve(base)
             .map_err(|(key, value, reason)| invalid(format!("http.{key}"), value, &reason))?;
+        if let Some(pin) = &raw.defaults.pin {
+            return Err(invalid(
+                "defaults.pin".into(),
+                format!("{pin:?}"),
+                "pins one tool's component; set it under `[tools.NAME]`",
+            ));
+        }
         let defaults = raw
             .defaults
             .apply(&Policy::default(), base)
             .map_err(|(key, value, reason)| invalid(format!("defaults.{key}"), value, &reason))?;
+        let journal = match &raw.journal {
+            None => None,
+            Some(journal) => Some(journal.resolve(base).map_err(|(key, value, reason)| {
+                invalid(format!("journal.{key}"), value, &reason)
+            })?),
+        };
         let mut tools = BTreeMap::new();
         for (name, overrides) in raw.tools {
             let policy = overrides
@@ -337,6 +464,7 @@ impl Config {
             http,
             defaults,
             tools,
+            journal,
         })
     }
 }
@@ -388,6 +516,63 @@ struct RawConfig {
     defaults: RawPolicy,
     #[serde(default)]
     tools: BTreeMap<String, RawPolicy>,
+    journal: Option<RawJournal>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJournal {
+    path: PathBuf,
+    max_mib: Option<u64>,
+    keep: Option<u32>,
+    arguments: Option<String>,
+    redact: Option<Vec<String>>,
+}
+
+impl RawJournal {
+    fn resolve(&self, base: &Path) -> Result<JournalConfig, FieldError> {
+        let path = {
+            let p = expand_tilde(&self.path);
+            normalize(&if p.is_absolute() { p } else { base.join(p) })
+        };
+        let max_mib = self.max_mib.unwrap_or(64);
+        if !(1..=1024 * 1024).contains(&max_mib) {
+            return Err((
+                "max_mib".into(),
+                max_mib.to_string(),
+                "must be between 1 and 1048576".into(),
+            ));
+        }
+        let keep = self.keep.unwrap_or(5);
+        if keep > 1000 {
+            return Err((
+                "keep".into(),
+                keep.to_string(),
+                "must be at most 1000".into(),
+            ));
+        }
+        let arguments = match &self.arguments {
+            None => ArgumentsMode::Full,
+            Some(text) => ArgumentsMode::parse(text).ok_or_else(|| {
+                (
+                    "arguments".to_owned(),
+                    format!("{text:?}"),
+                    "must be \"full\", \"digest\" or \"none\"".to_owned(),
+                )
+            })?,
+        };
+        let redact = match &self.redact {
+            None => DEFAULT_REDACT.iter().map(|k| (*k).to_owned()).collect(),
+            Some(keys) => keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+        };
+        Ok(JournalConfig {
+            path,
+            max_bytes: max_mib * 1024 * 1024,
+            keep,
+            arguments,
+            redact,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -490,6 +675,30 @@ struct RawPolicy {
     max_concurrent: Option<u32>,
     roots: Option<Vec<RawRoot>>,
     allow_sampling: Option<bool>,
+    network: Option<Vec<String>>,
+    http_max_request_kib: Option<u64>,
+    http_max_response_kib: Option<u64>,
+    http_timeout_ms: Option<u64>,
+    env: Option<BTreeMap<String, RawEnv>>,
+    confirm: Option<bool>,
+    pin: Option<String>,
+    journal_arguments: Option<String>,
+}
+
+/// An environment variable's source: a literal, toolcage's own variable,
+/// or a file (a secret).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawEnv {
+    Literal(String),
+    Source(RawEnvSource),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnvSource {
+    from_env: Option<String>,
+    file: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -537,10 +746,71 @@ impl RawPolicy {
                 roots
             }
         };
+        let network = match &self.network {
+            None => Arc::clone(&base.network),
+            Some(entries) => {
+                let mut network = Vec::with_capacity(entries.len());
+                for (i, entry) in entries.iter().enumerate() {
+                    let pattern = HostPattern::parse(entry).map_err(|reason| {
+                        (format!("network[{i}]"), format!("{entry:?}"), reason)
+                    })?;
+                    network.push(pattern);
+                }
+                network.into()
+            }
+        };
+        let env = match &self.env {
+            None => Arc::clone(&base.env),
+            Some(raw) => {
+                // The tool's variables over the defaults', by name.
+                let mut merged: BTreeMap<String, EnvVar> = base
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), v.clone()))
+                    .collect();
+                for (name, source) in raw {
+                    if let Some(var) = resolve_env(name, source, dir)? {
+                        merged.insert(name.clone(), var);
+                    } else {
+                        merged.remove(name);
+                    }
+                }
+                merged.into_values().collect::<Vec<_>>().into()
+            }
+        };
+        if let Some(pin) = &self.pin {
+            let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err((
+                    "pin".into(),
+                    format!("{pin:?}"),
+                    "must be a SHA-256 digest, `sha256:` and 64 hex digits (`toolcage pin` prints them)".into(),
+                ));
+            }
+        }
+        let journal_arguments = match &self.journal_arguments {
+            None => base.journal_arguments,
+            Some(text) => Some(ArgumentsMode::parse(text).ok_or_else(|| {
+                (
+                    "journal_arguments".to_owned(),
+                    format!("{text:?}"),
+                    "must be \"full\", \"digest\" or \"none\"".to_owned(),
+                )
+            })?),
+        };
         Ok(Policy {
             limits,
             roots,
             allow_sampling: self.allow_sampling.unwrap_or(base.allow_sampling),
+            network,
+            env,
+            confirm: self.confirm.or(base.confirm),
+            pin: self.pin.as_ref().map(|pin| {
+                pin.strip_prefix("sha256:")
+                    .unwrap_or(pin)
+                    .to_ascii_lowercase()
+            }),
+            journal_arguments,
         })
     }
 
@@ -594,8 +864,100 @@ impl RawPolicy {
             // In range 1..=10_000, so it fits in a u32.
             limits.max_concurrent = u32::try_from(n).unwrap_or(u32::MAX);
         }
+        if let Some(kib) = check(
+            "http_max_request_kib",
+            self.http_max_request_kib,
+            0..=1024 * 1024,
+            "must be between 0 and 1048576 (1 GiB)",
+        )? {
+            limits.http_request_bytes = kib * 1024;
+        }
+        if let Some(kib) = check(
+            "http_max_response_kib",
+            self.http_max_response_kib,
+            1..=1024 * 1024,
+            "must be between 1 and 1048576 (1 GiB)",
+        )? {
+            limits.http_response_bytes = kib * 1024;
+        }
+        if let Some(ms) = check(
+            "http_timeout_ms",
+            self.http_timeout_ms,
+            1..=3_600_000,
+            "must be between 1 and 3600000 (one hour)",
+        )? {
+            limits.http_timeout_ms = ms;
+        }
         Ok(limits)
     }
+}
+
+/// One `env` entry resolved: `None` for a `from_env` variable that
+/// toolcage's own environment lacks (logged; the tool gets none).
+fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>, FieldError> {
+    let key = || format!("env.{}", toml_key(name));
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err((
+            key(),
+            format!("{name:?}"),
+            "is not a valid variable name".into(),
+        ));
+    }
+    let var = match source {
+        RawEnv::Literal(value) => EnvVar {
+            name: name.to_owned(),
+            value: value.clone(),
+            secret: false,
+        },
+        RawEnv::Source(RawEnvSource {
+            from_env: Some(var),
+            file: None,
+        }) => match std::env::var(var) {
+            Ok(value) => EnvVar {
+                name: name.to_owned(),
+                value,
+                secret: false,
+            },
+            Err(_) => {
+                tracing::warn!(variable = %var, "`{}` names a variable toolcage's environment lacks; the tool gets none", key());
+                return Ok(None);
+            }
+        },
+        RawEnv::Source(RawEnvSource {
+            from_env: None,
+            file: Some(file),
+        }) => {
+            let path = {
+                let p = expand_tilde(file);
+                if p.is_absolute() { p } else { dir.join(p) }
+            };
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                (
+                    key(),
+                    format!("{{ file = {:?} }}", path.display().to_string()),
+                    format!("cannot be read: {e}"),
+                )
+            })?;
+            EnvVar {
+                name: name.to_owned(),
+                // A file written by `echo` ends with a newline that is not
+                // part of the secret.
+                value: text.trim_end_matches(['\n', '\r']).to_owned(),
+                secret: true,
+            }
+        }
+        RawEnv::Source(_) => {
+            return Err((
+                key(),
+                "(a table)".into(),
+                "must be a string, `{ from_env = \"VAR\" }` or `{ file = \"PATH\" }`".into(),
+            ));
+        }
+    };
+    if var.value.contains('\0') {
+        return Err((key(), "(its value)".into(), "contains a NUL byte".into()));
+    }
+    Ok(Some(var))
 }
 
 /// A tool name as a TOML key: bare if it can be, quoted otherwise.

@@ -19,11 +19,13 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{LoadedTool, Registry};
-use crate::config::Config;
+use crate::config::{Config, Policy};
+use crate::journal::{ClientId, Entry, Journal};
+use crate::net::NetRecord;
 use crate::roots::effective_roots;
 use crate::sandbox::{
-    CallFailure, CallSpec, CapturedOutput, ClientServices, Content, EventSink, PendingInput,
-    PromptOutput, ResourceContent, Sandbox, ToolResult,
+    Access, CallFailure, CallSpec, CapturedOutput, ClientServices, Content, ElicitAnswer,
+    EventSink, PendingInput, PromptOutput, ResourceContent, Sandbox, ServiceError, ToolResult,
 };
 
 /// Runs calls against the current catalog.
@@ -32,6 +34,8 @@ pub struct Dispatcher {
     registry: Arc<Registry>,
     /// Swapped whole on a config reload; a call reads it once, at its start.
     config: std::sync::RwLock<Arc<Config>>,
+    /// The call journal, reopened when its settings change.
+    journal: std::sync::RwLock<Option<Arc<Journal>>>,
     permits: Arc<Semaphore>,
 }
 
@@ -47,6 +51,8 @@ pub struct CallContext<'a> {
     pub client_roots: Option<&'a [PathBuf]>,
     /// Elicitation and sampling through the client, if there is one.
     pub services: Option<Arc<dyn ClientServices>>,
+    /// Who is calling, for the journal.
+    pub client: ClientId,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -115,10 +121,12 @@ impl Dispatcher {
     /// limits from `config`.
     pub fn new(sandbox: Arc<Sandbox>, registry: Arc<Registry>, config: Arc<Config>) -> Self {
         let permits = Arc::new(Semaphore::new(config.server.max_concurrent_calls as usize));
+        let journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
         Dispatcher {
             sandbox,
             registry,
             config: std::sync::RwLock::new(config),
+            journal: std::sync::RwLock::new(journal),
             permits,
         }
     }
@@ -134,9 +142,24 @@ impl Dispatcher {
     /// Use `config` for calls that start from now on. (The server-wide
     /// concurrency limit sizes the instance pool and needs a restart.)
     pub fn set_config(&self, config: Arc<Config>) {
+        let current = self.journal().map(|j| j.config().clone());
+        if current != config.journal {
+            let journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
+            match self.journal.write() {
+                Ok(mut guard) => *guard = journal,
+                Err(poisoned) => *poisoned.into_inner() = journal,
+            }
+        }
         match self.config.write() {
             Ok(mut guard) => *guard = config,
             Err(poisoned) => *poisoned.into_inner() = config,
+        }
+    }
+
+    fn journal(&self) -> Option<Arc<Journal>> {
+        match self.journal.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -167,77 +190,267 @@ impl Dispatcher {
             cancel,
             client_roots,
             services,
+            client,
         } = context;
-        let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
-            return Err(DispatchError::UnknownTool(name.to_owned()));
-        };
+        let arrived = Instant::now();
         let arguments = Value::Object(arguments.unwrap_or_default());
-        if let Some(problems) = schema_problems(&tool.spec.input_validator, &arguments) {
-            tracing::info!(tool = %name, "refused call: arguments do not match the input schema");
-            return Ok(CallOutput::error(format!(
-                "arguments do not match the input schema of tool `{name}`:\n{problems}"
-            )));
-        }
         let config = self.config();
         let policy = config.policy_for(name);
+        let journal = self.journal();
+        let record =
+            |digest: &str, outcome: &str, message: Option<&str>, run: Option<&RunFacts>| {
+                if let Some(journal) = &journal {
+                    let secrets: Vec<&str> = policy.secrets().collect();
+                    let empty = NetRecord::default();
+                    journal.record(&Entry {
+                        tool: name,
+                        digest,
+                        client: &client,
+                        arguments: &arguments,
+                        arguments_mode: policy
+                            .journal_arguments
+                            .unwrap_or_else(|| journal.config().arguments),
+                        secrets: &secrets,
+                        outcome,
+                        message,
+                        duration: arrived.elapsed(),
+                        fuel: run.map_or(0, |r| r.fuel),
+                        peak_memory: run.map_or(0, |r| r.peak_memory),
+                        bytes_in: run.map_or(0, |r| r.bytes_in),
+                        bytes_out: run.map_or(0, |r| r.bytes_out),
+                        net: run.map_or(&empty, |r| &r.net),
+                    });
+                }
+            };
+
+        let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
+            record("", "refused", Some("unknown tool"), None);
+            return Err(DispatchError::UnknownTool(name.to_owned()));
+        };
+        let digest = tool.component.digest.as_str();
+        if let Some(problems) = schema_problems(&tool.spec.input_validator, &arguments) {
+            tracing::info!(tool = %name, "refused call: arguments do not match the input schema");
+            let output = CallOutput::error(format!(
+                "arguments do not match the input schema of tool `{name}`:\n{problems}"
+            ));
+            record(
+                digest,
+                "refused",
+                Some("arguments do not match the input schema"),
+                None,
+            );
+            return Ok(output);
+        }
+
+        // Ask the user before anything runs, and before taking a permit: a
+        // person may take minutes to answer.
+        if needs_confirmation(policy, &tool) {
+            match confirm(name, &arguments, services.as_deref()).await {
+                Confirmation::Confirmed => {}
+                Confirmation::Ask(pending) => {
+                    record(
+                        digest,
+                        "input_required",
+                        Some("waiting for the user's confirmation"),
+                        None,
+                    );
+                    return Ok(CallOutput {
+                        content: Vec::new(),
+                        structured: None,
+                        is_error: false,
+                        input_required: Some(pending),
+                    });
+                }
+                Confirmation::Refused(message) => {
+                    tracing::info!(tool = %name, %message, "refused call: not confirmed");
+                    record(digest, "refused", Some(&message), None);
+                    return Ok(CallOutput::error(message));
+                }
+            }
+        }
+
         let limits = policy.limits;
         let roots = effective_roots(&policy.roots, client_roots);
 
         // Permits are released when these guards drop, at the end of the call.
+        let cancelled = || {
+            record(digest, "cancelled", None, None);
+            Ok(CallOutput::error(format!(
+                "call of tool `{name}` was cancelled"
+            )))
+        };
         let _global = tokio::select! {
             permit = Arc::clone(&self.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return Ok(CallOutput::error(format!("call of tool `{name}` was cancelled"))),
+            () = cancel.cancelled() => return cancelled(),
         };
         let _tool = tokio::select! {
             permit = Arc::clone(&tool.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return Ok(CallOutput::error(format!("call of tool `{name}` was cancelled"))),
+            () = cancel.cancelled() => return cancelled(),
         };
-        let started = Instant::now();
-        let arguments = arguments.to_string();
+        let arguments_text = arguments.to_string();
         let report = self
             .sandbox
             .call(CallSpec {
                 pre: &tool.component.pre,
                 name,
-                arguments: &arguments,
+                arguments: &arguments_text,
                 limits: &limits,
                 roots: &roots,
                 events,
                 services,
                 sampling_allowed: policy.allow_sampling,
+                access: Access {
+                    tool: name,
+                    network: &policy.network,
+                    env: &policy.env,
+                },
                 cancel,
             })
             .await;
-        log_guest_output(name, "stdout", &report.stdout);
-        log_guest_output(name, "stderr", &report.stderr);
+        let secrets: Vec<&str> = policy.secrets().collect();
+        log_guest_output(name, "stdout", &report.stdout, &secrets);
+        log_guest_output(name, "stderr", &report.stderr, &secrets);
 
-        let output = match report.outcome {
-            Ok(result) => check_output(&tool, result),
-            Err(CallFailure::InputRequired(pending)) => CallOutput {
-                content: Vec::new(),
-                structured: None,
-                is_error: false,
-                input_required: Some(pending),
-            },
-            Err(failure) => CallOutput::error(format!("tool `{name}` {failure}")),
+        let (output, cancelled) = match report.outcome {
+            Ok(result) => (check_output(&tool, result), false),
+            Err(CallFailure::InputRequired(pending)) => (
+                CallOutput {
+                    content: Vec::new(),
+                    structured: None,
+                    is_error: false,
+                    input_required: Some(pending),
+                },
+                false,
+            ),
+            Err(failure) => (
+                CallOutput::error(format!("tool `{name}` {failure}")),
+                matches!(failure, CallFailure::Cancelled),
+            ),
         };
-        let outcome = match (&output.is_error, &output.content.first()) {
-            _ if output.input_required.is_some() => "input required".to_owned(),
-            (false, _) => "ok".to_owned(),
-            (true, Some(Content::Text(text))) => format!("error: {}", first_line(text)),
-            (true, _) => "error".to_owned(),
+        let (outcome, message) = match (&output.is_error, output.content.first()) {
+            _ if output.input_required.is_some() => ("input_required", None),
+            _ if cancelled => ("cancelled", None),
+            (false, _) => ("ok", None),
+            (true, Some(Content::Text(text))) => ("error", Some(first_line(text).to_owned())),
+            (true, _) => ("error", None),
         };
+        let facts = RunFacts {
+            fuel: report.fuel_used,
+            peak_memory: report.peak_memory_bytes,
+            bytes_in: arguments_text.len() as u64,
+            bytes_out: output_size(&output),
+            net: report.net,
+        };
+        record(digest, outcome, message.as_deref(), Some(&facts));
         tracing::info!(
             target: "toolcage::audit",
             tool = %name,
-            digest = %tool.component.digest,
-            duration_us = started.elapsed().as_micros() as u64,
-            fuel_used = report.fuel_used,
-            peak_memory_bytes = report.peak_memory_bytes,
+            digest = %digest,
+            duration_us = arrived.elapsed().as_micros() as u64,
+            fuel_used = facts.fuel,
+            peak_memory_bytes = facts.peak_memory,
             %outcome,
             "call"
         );
         Ok(output)
+    }
+}
+
+/// What a finished run adds to its journal line.
+struct RunFacts {
+    fuel: u64,
+    peak_memory: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    net: NetRecord,
+}
+
+/// The size of a result as the client will see it (text, data, structured
+/// output), for the journal.
+fn output_size(output: &CallOutput) -> u64 {
+    let content: usize = output
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text(text) => text.len(),
+            other => format!("{other:?}").len(),
+        })
+        .sum();
+    let structured = output
+        .structured
+        .as_ref()
+        .map_or(0, |v| v.to_string().len());
+    (content + structured) as u64
+}
+
+/// Whether a call of `tool` must be confirmed by the user first: the
+/// operator's `confirm` if set, else the tool's own annotations
+/// (destructive and not read-only).
+fn needs_confirmation(policy: &Policy, tool: &LoadedTool) -> bool {
+    let annotations = &tool.spec.descriptor.annotations;
+    policy
+        .confirm
+        .unwrap_or(annotations.destructive && !annotations.read_only)
+}
+
+enum Confirmation {
+    Confirmed,
+    /// 2026-07-28: the question goes back to the client first.
+    Ask(PendingInput),
+    /// Declined, dismissed, or impossible; the message says which.
+    Refused(String),
+}
+
+/// The elicitation key of the host's own confirmation question (a guest's
+/// questions are `elicit-N`, so they never collide).
+pub const CONFIRM_KEY: &str = "toolcage-confirm";
+
+/// Ask the user to confirm a call of `name` with `arguments`.
+async fn confirm(
+    name: &str,
+    arguments: &Value,
+    services: Option<&dyn ClientServices>,
+) -> Confirmation {
+    let off = format!(
+        "(the operator can turn confirmation off for this tool with `confirm = false` under          `[tools.{name}]` in the config)"
+    );
+    let Some(services) = services else {
+        return Confirmation::Refused(format!(
+            "tool `{name}` needs the user's confirmation before it runs, and there is no              client to ask; the call was not run {off}"
+        ));
+    };
+    let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let message = format!(
+        "Allow the tool `{name}` to run? It is marked as destructive (it may change or          delete data). Arguments:\n{shown}"
+    );
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "confirm": {
+                "type": "boolean",
+                "title": format!("Run {name}"),
+                "description": "Leave checked and accept to run the tool; decline to refuse it.",
+                "default": true
+            }
+        },
+        "required": ["confirm"]
+    });
+    match services.confirm(message, schema).await {
+        Ok(ElicitAnswer::Accept(content))
+            if content.get("confirm").and_then(Value::as_bool) != Some(false) =>
+        {
+            Confirmation::Confirmed
+        }
+        Ok(ElicitAnswer::Accept(_) | ElicitAnswer::Decline) => Confirmation::Refused(format!(
+            "the user declined to run tool `{name}`; the call was not run. Do not retry it              unless the user asks for it."
+        )),
+        Ok(ElicitAnswer::Cancel) => Confirmation::Refused(format!(
+            "the user dismissed the confirmation for tool `{name}`; the call was not run."
+        )),
+        Err(ServiceError::InputRequired(pending)) => Confirmation::Ask(pending),
+        Err(ServiceError::Refused(reason)) => Confirmation::Refused(format!(
+            "tool `{name}` needs the user's confirmation before it runs, and it could not be              asked: {reason}. The call was not run {off}"
+        )),
     }
 }
 
@@ -424,11 +637,12 @@ fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Option<S
     }
 }
 
-fn log_guest_output(tool: &str, stream: &str, output: &CapturedOutput) {
+fn log_guest_output(tool: &str, stream: &str, output: &CapturedOutput, secrets: &[&str]) {
     if output.bytes.is_empty() {
         return;
     }
-    let text = String::from_utf8_lossy(&output.bytes);
+    // A tool may print what it was given; its secrets stay out of the log.
+    let text = crate::journal::scrub(&String::from_utf8_lossy(&output.bytes), secrets);
     tracing::info!(
         tool = %tool,
         stream,

@@ -20,6 +20,8 @@
 //!   the wire format.
 //! - [`stdio`]: the stdio transport that answers malformed lines.
 //! - [`http`]: the Streamable HTTP transport: token, admission, shutdown.
+//! - [`net`]: outbound HTTP for tools, behind each tool's host allow-list.
+//! - [`journal`]: the call journal (one JSON line per call).
 //! - [`watch`]: hot reload of the tools folder and the config file.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
@@ -31,6 +33,8 @@ pub mod catalog;
 pub mod config;
 pub mod dispatch;
 pub mod http;
+pub mod journal;
+pub mod net;
 pub mod protocol;
 pub mod roots;
 pub mod sandbox;

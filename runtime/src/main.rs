@@ -12,7 +12,11 @@ use tokio_util::sync::CancellationToken;
 use toolcage::catalog::{FileStatus, LoadedTool};
 use toolcage::config::{Config, Grant, expand_tilde};
 use toolcage::dispatch::CallContext;
-use toolcage::sandbox::GuestEvent;
+use toolcage::journal::ClientId;
+use toolcage::sandbox::{
+    ClientServices, ElicitAnswer, GuestEvent, SampleAnswer, SampleRequest, ServiceError,
+    ServiceFuture,
+};
 use toolcage::{Host, Options};
 
 /// An MCP server that runs every tool as a sandboxed WebAssembly component.
@@ -59,6 +63,39 @@ enum Command {
         /// The arguments, a JSON object.
         #[arg(default_value = "{}")]
         arguments: String,
+        /// Confirm the call up front when the tool needs the user's
+        /// confirmation (destructive tools); without it, the question is
+        /// asked on the terminal, and refused when there is none.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Print a pin (the SHA-256 of the providing component) for every tool,
+    /// as config lines to paste under `[tools.NAME]`.
+    Pin {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show the call journal (`[journal] path` in the config), oldest
+    /// first: what each tool did, when, for whom, and how it ended.
+    Journal {
+        #[command(flatten)]
+        common: Common,
+        /// Only calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only calls newer than this: `90s`, `15m`, `1h`, `2d`.
+        #[arg(long, value_name = "AGE")]
+        since: Option<String>,
+        /// Only calls with this outcome: ok, error, refused, cancelled,
+        /// input_required.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// The journal file, instead of the config's.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Print the matching JSON lines as they are.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -144,10 +181,65 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             list(&host, json)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pin { common } => {
+            let host = Host::load(options(&common)?).await?;
+            let catalog = host.registry.snapshot();
+            let mut stdout = std::io::stdout().lock();
+            for (name, tool) in &catalog.tools {
+                writeln!(
+                    stdout,
+                    "[tools.{}]\npin = \"sha256:{}\"  # {}\n",
+                    toml_key(name),
+                    tool.component.digest,
+                    tool.component
+                        .path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Journal {
+            common,
+            tool,
+            since,
+            outcome,
+            file,
+            json,
+        } => {
+            let path = match file {
+                Some(file) => file,
+                None => {
+                    let options = options(&common)?;
+                    match options.config.journal {
+                        Some(journal) => journal.path,
+                        None => bail!(
+                            "the config has no `[journal]` section (or pass --file FILE); \
+                             add `[journal]\\npath = \"~/.local/state/toolcage/journal.jsonl\"`"
+                        ),
+                    }
+                }
+            };
+            let since_ms = match since {
+                None => None,
+                Some(age) => {
+                    let age = parse_age(&age)
+                        .with_context(|| format!("--since {age}: use 90s, 15m, 1h or 2d"))?;
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)?
+                        .as_millis();
+                    Some(u64::try_from(now.saturating_sub(age.as_millis())).unwrap_or(0))
+                }
+            };
+            journal(&path, tool.as_deref(), since_ms, outcome.as_deref(), json)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Call {
             common,
             tool,
             arguments,
+            yes,
         } => {
             let arguments: Value = serde_json::from_str(&arguments)
                 .with_context(|| format!("the arguments `{arguments}` are not JSON"))?;
@@ -168,11 +260,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
             });
             let cancel = CancellationToken::new();
+            let services: Arc<dyn ClientServices> = Arc::new(Terminal { yes });
             let context = CallContext {
                 events: Some(events),
                 cancel: &cancel,
                 client_roots: None,
-                services: None,
+                services: Some(services),
+                client: ClientId {
+                    transport: "cli",
+                    ..ClientId::default()
+                },
             };
             let output = match host.dispatcher.call(&tool, Some(arguments), context).await {
                 Ok(output) => output,
@@ -298,11 +395,19 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                     ),
                     FileStatus::Failed(reason) => ("failed", Some(reason.clone()), Vec::new()),
                 };
+                let imports = catalog
+                    .loaded
+                    .get(&file.path)
+                    .map(|f| f.component.imports.clone())
+                    .unwrap_or_default();
                 json!({
                     "file": file.path.display().to_string(),
                     "digest": file.digest,
                     "status": status,
                     "error": error,
+                    "rejectedUpdate": file.rejected_update,
+                    "imports": imports,
+                    "capabilityChange": file.capability_change,
                     "tools": tools,
                 })
             })
@@ -333,6 +438,26 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
         match &file.status {
             FileStatus::Loaded(entries) => {
                 writeln!(stdout, "\n{name}  (sha256 {digest}…)  loaded")?;
+                if let Some(loaded) = catalog.loaded.get(&file.path) {
+                    writeln!(
+                        stdout,
+                        "  may use, if granted: {}",
+                        capability_summary(&loaded.component.imports)
+                    )?;
+                }
+                if let Some(reason) = &file.rejected_update {
+                    writeln!(
+                        stdout,
+                        "  NEWER VERSION REFUSED (this one keeps serving): {reason}"
+                    )?;
+                }
+                if !file.capability_change.is_empty() {
+                    writeln!(
+                        stdout,
+                        "  CAPABILITY CHANGE: the new version also imports {}",
+                        file.capability_change.join(", ")
+                    )?;
+                }
                 for entry in entries {
                     let tool: Option<Arc<LoadedTool>> =
                         catalog.tools.get(&entry.descriptor.name).cloned();
@@ -357,6 +482,189 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
             FileStatus::Failed(reason) => {
                 writeln!(stdout, "\n{name}  (sha256 {digest}…)  FAILED: {reason}")?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// What the imports let a component ask for, in words.
+fn capability_summary(imports: &[String]) -> String {
+    let mut uses = Vec::new();
+    let has = |prefix: &str| imports.iter().any(|i| i.starts_with(prefix));
+    if has("wasi:filesystem/") {
+        uses.push("files (under granted roots)");
+    }
+    if has("wasi:http/outgoing-handler") {
+        uses.push("HTTP (to granted hosts)");
+    }
+    if has("wasi:cli/environment") {
+        uses.push("environment (granted variables)");
+    }
+    if has("wasi:sockets/") {
+        uses.push("sockets (always denied)");
+    }
+    if imports.iter().any(|i| i == "toolcage:tool/host") {
+        uses.push("log/progress/elicit/sample");
+    }
+    if uses.is_empty() {
+        "nothing beyond clocks and randomness".into()
+    } else {
+        uses.join(", ")
+    }
+}
+
+/// `toolcage call`'s client services: the terminal can confirm a call
+/// (or `--yes` does), but cannot answer a tool's own questions.
+struct Terminal {
+    yes: bool,
+}
+
+impl ClientServices for Terminal {
+    fn elicit(&self, _message: String, _schema: Value) -> ServiceFuture<ElicitAnswer> {
+        Box::pin(async {
+            Err(ServiceError::Refused(
+                "`toolcage call` cannot answer a tool's questions; use an MCP client".into(),
+            ))
+        })
+    }
+
+    fn sample(&self, _request: SampleRequest) -> ServiceFuture<SampleAnswer> {
+        Box::pin(async {
+            Err(ServiceError::Refused(
+                "`toolcage call` has no model to sample; use an MCP client".into(),
+            ))
+        })
+    }
+
+    fn confirm(&self, message: String, _schema: Value) -> ServiceFuture<ElicitAnswer> {
+        let yes = self.yes;
+        Box::pin(async move {
+            use std::io::IsTerminal as _;
+            if yes {
+                return Ok(ElicitAnswer::Accept(json!({"confirm": true})));
+            }
+            if !std::io::stdin().is_terminal() {
+                return Err(ServiceError::Refused(
+                    "there is no terminal to ask on; pass --yes to confirm it".into(),
+                ));
+            }
+            let answer = tokio::task::spawn_blocking(move || {
+                eprint!("{message}\nRun it? [y/N] ");
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await;
+            match answer {
+                Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => {
+                    Ok(ElicitAnswer::Accept(json!({"confirm": true})))
+                }
+                _ => Ok(ElicitAnswer::Decline),
+            }
+        })
+    }
+}
+
+/// A tool name as a TOML key: bare if it can be, quoted otherwise.
+fn toml_key(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// `90s`, `15m`, `1h`, `2d`.
+fn parse_age(text: &str) -> Option<std::time::Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => number,
+        "m" => number.checked_mul(60)?,
+        "h" => number.checked_mul(3600)?,
+        "d" => number.checked_mul(86_400)?,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_secs(seconds))
+}
+
+/// Print the journal at `path` (rotated files first), filtered.
+fn journal(
+    path: &Path,
+    tool: Option<&str>,
+    since_ms: Option<u64>,
+    outcome: Option<&str>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    use std::io::BufRead as _;
+    let files = toolcage::journal::files(path);
+    if files.is_empty() {
+        bail!("no journal at `{}` yet", path.display());
+    }
+    let mut stdout = std::io::stdout().lock();
+    for file in files {
+        let reader = std::io::BufReader::new(
+            std::fs::File::open(&file)
+                .with_context(|| format!("cannot open `{}`", file.display()))?,
+        );
+        for line in reader.lines() {
+            let line = line.with_context(|| format!("cannot read `{}`", file.display()))?;
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if tool.is_some_and(|t| entry["tool"] != t)
+                || outcome.is_some_and(|o| entry["outcome"] != o)
+                || since_ms.is_some_and(|s| entry["unix_ms"].as_u64().unwrap_or(0) < s)
+            {
+                continue;
+            }
+            if as_json {
+                writeln!(stdout, "{line}")?;
+                continue;
+            }
+            let text = |key: &str| entry[key].as_str().unwrap_or("").to_owned();
+            let client = &entry["client"];
+            let who = [
+                client["transport"].as_str(),
+                client["name"].as_str(),
+                client["session"].as_str(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+            let arguments = entry
+                .get("arguments")
+                .map(Value::to_string)
+                .or_else(|| {
+                    entry
+                        .get("arguments_sha256")
+                        .map(|d| format!("sha256:{}", d.as_str().unwrap_or("")))
+                })
+                .unwrap_or_default();
+            let mut arguments: String = arguments.chars().take(80).collect();
+            if arguments.chars().count() == 80 {
+                arguments.push('…');
+            }
+            writeln!(
+                stdout,
+                "{}  {:<20} {:<14} {:>9.1} ms  fuel {:>12}  mem {:>6.1} MiB  [{who}]  {arguments}{}",
+                text("time"),
+                text("tool"),
+                text("outcome"),
+                entry["duration_ms"].as_f64().unwrap_or(0.0),
+                entry["fuel"].as_u64().unwrap_or(0),
+                entry["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / 1048576.0,
+                entry["message"]
+                    .as_str()
+                    .map(|m| format!("  — {m}"))
+                    .unwrap_or_default(),
+            )?;
         }
     }
     Ok(())

@@ -40,6 +40,7 @@ use tokio::sync::mpsc;
 
 use crate::catalog::ToolDescriptor;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
+use crate::journal::ClientId;
 use crate::roots::file_uri_path;
 use crate::sandbox::{
     Content, GuestEvent, LogLevel, PromptRole, RawPrompt, RawResource, RawTemplate, ResourceBody,
@@ -485,6 +486,7 @@ impl ServerHandler for McpServer {
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
                     services: Some(services),
+                    client: client_id(&ctx),
                 },
             )
             .await;
@@ -585,6 +587,27 @@ impl ServerHandler for McpServer {
         } else {
             Err(method_not_found(&request.method))
         }
+    }
+}
+
+/// Who sent the request in `ctx`, for the call journal.
+fn client_id(ctx: &RequestContext<RoleServer>) -> ClientId {
+    let parts = ctx.extensions.get::<http::request::Parts>();
+    let request = match serde_json::to_value(&ctx.id) {
+        Ok(serde_json::Value::String(id)) => id,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    ClientId {
+        transport: if parts.is_some() { "http" } else { "stdio" },
+        session: parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        request: Some(request),
+        name: ctx
+            .client_info()
+            .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
     }
 }
 

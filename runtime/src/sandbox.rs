@@ -30,7 +30,8 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::config::{Limits, MAX_MEMORY_MIB, Mode};
+use crate::config::{EnvVar, Limits, MAX_MEMORY_MIB, Mode};
+use crate::net::{HostPattern, NetGate, NetLimits, NetRecord};
 use crate::roots::EffectiveRoot;
 
 /// Host bindings generated from `guest-sdk/wit/tool.wit`.
@@ -167,6 +168,10 @@ impl Sandbox {
 
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // Every tool may import `wasi:http`; what it can reach is decided
+        // per request by its grant (`net::NetGate`), so a tool without a
+        // grant still loads and gets a clear refusal.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         bindings::ToolComponent::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| {
             state
         })?;
@@ -251,7 +256,7 @@ impl Sandbox {
         pre: &ToolComponentPre<HostState>,
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
-        let mut run = self.start(limits, &[], None, None, false);
+        let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let cancel = CancellationToken::new();
         let outcome = run
             .run(limits, &cancel, async |store| {
@@ -276,10 +281,11 @@ impl Sandbox {
             events,
             services,
             sampling_allowed,
+            access,
             cancel,
         } = spec;
         let started = Instant::now();
-        let mut run = self.start(limits, roots, events, services, sampling_allowed);
+        let mut run = self.start(limits, roots, &access, events, services, sampling_allowed);
         let outcome = run
             .run(limits, cancel, async |store| {
                 let instance = pre.instantiate_async(&mut *store).await?;
@@ -297,7 +303,24 @@ impl Sandbox {
             duration: started.elapsed(),
             stdout: run.stdout.take(),
             stderr: run.stderr.take(),
+            net: run.net,
         }
+    }
+
+    /// The interfaces `component` imports, without versions, sorted and
+    /// deduplicated.
+    pub fn imports(&self, component: &Component) -> Vec<String> {
+        let mut imports: Vec<String> = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| match name.split_once('@') {
+                Some((name, _version)) => name.to_owned(),
+                None => name.to_owned(),
+            })
+            .collect();
+        imports.sort();
+        imports.dedup();
+        imports
     }
 
     /// Which optional interfaces (`resources`, `prompts`) `pre`'s component
@@ -337,7 +360,7 @@ impl Sandbox {
         if extras.resources.is_none() && extras.prompts.is_none() {
             return Ok(RawExtras::default());
         }
-        let mut run = self.start(limits, &[], None, None, false);
+        let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let cancel = CancellationToken::new();
         run.run(limits, &cancel, async |store| {
             let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
@@ -390,7 +413,7 @@ impl Sandbox {
         let Some(indices) = &extras.resources else {
             return Err(CallFailure::Trap("does not export resources".into()));
         };
-        let mut run = self.start(limits, &[], None, None, false);
+        let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let outcome = run
             .run(limits, cancel, async |store| {
                 let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
@@ -437,7 +460,7 @@ impl Sandbox {
         let Some(indices) = &extras.prompts else {
             return Err(CallFailure::Trap("does not export prompts".into()));
         };
-        let mut run = self.start(limits, &[], None, None, false);
+        let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let outcome = run
             .run(limits, cancel, async |store| {
                 let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
@@ -477,16 +500,25 @@ impl Sandbox {
         &self,
         limits: &Limits,
         roots: &[EffectiveRoot],
+        access: &Access<'_>,
         events: Option<EventSink>,
         services: Option<Arc<dyn ClientServices>>,
         sampling_allowed: bool,
     ) -> Run {
         let stdout = Capture::new();
         let stderr = Capture::new();
-        // Deny by default: no env, no args, no sockets, stdin closed; files
-        // only under the effective roots. Clocks and random numbers are on
-        // (WasiCtxBuilder's default).
+        // Deny by default: no args, no sockets, no name lookup, stdin
+        // closed; only the granted environment; files only under the
+        // effective roots; HTTP only to granted hosts (`NetGate`). Clocks
+        // and random numbers are on (WasiCtxBuilder's default).
         let mut builder = WasiCtxBuilder::new();
+        builder
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        for var in access.env {
+            builder.env(&var.name, &var.value);
+        }
         // File operations run inline on the runtime thread instead of hopping
         // to the blocking pool for each one: a `read_text_file` makes a dozen
         // of them, and the hops cost more than local disk I/O does. The
@@ -511,6 +543,16 @@ impl Sandbox {
             log_messages: 0,
             services,
             sampling_allowed,
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            net: NetGate::new(
+                Arc::from(access.tool),
+                Arc::clone(access.network),
+                NetLimits {
+                    request_bytes: limits.http_request_bytes,
+                    response_bytes: limits.http_response_bytes,
+                    timeout: Duration::from_millis(limits.http_timeout_ms),
+                },
+            ),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -521,6 +563,7 @@ impl Sandbox {
             fuel_used: 0,
             peak_memory: 0,
             metered: self.fuel_metering,
+            net: NetRecord::default(),
         }
     }
 }
@@ -577,8 +620,34 @@ pub struct CallSpec<'a> {
     pub services: Option<Arc<dyn ClientServices>>,
     /// Whether the operator lets this tool sample.
     pub sampling_allowed: bool,
+    /// Hosts and environment the tool is granted.
+    pub access: Access<'a>,
     /// Cancellation.
     pub cancel: &'a CancellationToken,
+}
+
+/// What a run may reach beyond its roots: hosts over HTTP and environment
+/// variables. Loading (`describe`, listing resources) and serving
+/// resources and prompts get none.
+pub struct Access<'a> {
+    /// The tool's name, for refusal messages.
+    pub tool: &'a str,
+    /// Hosts it may reach over HTTP(S).
+    pub network: &'a Arc<[HostPattern]>,
+    /// Its environment.
+    pub env: &'a [EnvVar],
+}
+
+impl Access<'static> {
+    /// No network and no environment.
+    pub fn none() -> Self {
+        static NONE: std::sync::OnceLock<Arc<[HostPattern]>> = std::sync::OnceLock::new();
+        Access {
+            tool: "(loading or serving a resource or prompt)",
+            network: NONE.get_or_init(|| Arc::from(Vec::new())),
+            env: &[],
+        }
+    }
 }
 
 /// A compiled component.
@@ -598,6 +667,8 @@ struct Run {
     peak_memory: u64,
     /// Whether the engine meters fuel (`SandboxSettings::fuel_metering`).
     metered: bool,
+    /// What the guest did on the network.
+    net: NetRecord,
 }
 
 impl Run {
@@ -643,6 +714,7 @@ impl Run {
             self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         }
         self.peak_memory = store.data().limiter.memory_used;
+        self.net = store.data().net.record();
         result
     }
 
@@ -834,6 +906,8 @@ fn spawn_epoch_ticker(engine: &Engine) {
 pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    net: NetGate,
     limiter: CallLimiter,
     events: Option<EventSink>,
     log_messages: u32,
@@ -846,6 +920,16 @@ impl WasiView for HostState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for HostState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
         }
     }
 }
@@ -1122,6 +1206,11 @@ pub trait ClientServices: Send + Sync {
     fn elicit(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer>;
     /// Ask the client's model for a completion.
     fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer>;
+    /// Ask the user to confirm a call before it runs (the host's own
+    /// question, not the guest's).
+    fn confirm(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer> {
+        self.elicit(message, schema)
+    }
 }
 
 /// What a [`ClientServices`] call returns.
@@ -1548,6 +1637,8 @@ pub struct CallReport {
     pub stdout: CapturedOutput,
     /// The guest's stderr.
     pub stderr: CapturedOutput,
+    /// What the guest did on the network.
+    pub net: NetRecord,
 }
 
 #[cfg(test)]

@@ -216,6 +216,23 @@ impl ClientServices for ReplayServices {
         Box::pin(async move { outcome })
     }
 
+    fn confirm(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
+        // Its own key, so the guest's questions keep theirs.
+        let key = crate::dispatch::CONFIRM_KEY.to_owned();
+        let outcome = if !self.capabilities.elicit {
+            Err(cannot("elicitation"))
+        } else {
+            match self.answers.get(&key) {
+                Some(answer) => parse_elicit_result(answer),
+                None => Err(ServiceError::InputRequired(PendingInput {
+                    key,
+                    ask: PendingAsk::Elicit { message, schema },
+                })),
+            }
+        };
+        Box::pin(async move { outcome })
+    }
+
     fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer> {
         let key = self.next_key(false);
         let outcome = if !self.capabilities.sample {

@@ -212,6 +212,17 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
     .await;
     for file in &next.files {
         let name = file.path.display();
+        if !file.capability_change.is_empty() {
+            let fate = if file.rejected_update.is_some() {
+                "it was not loaded"
+            } else {
+                "it is loaded; grants still decide what it reaches"
+            };
+            summary.problems.push(format!(
+                "capability change: the new version of `{name}` also imports {} ({fate})",
+                file.capability_change.join(", ")
+            ));
+        }
         match (&file.status, &file.rejected_update) {
             (_, Some(reason)) => summary.problems.push(format!(
                 "`{name}` changed but the new version cannot be loaded ({reason}); the previous version keeps serving"

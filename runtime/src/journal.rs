@@ -1,0 +1,560 @@
+//! The call journal: one JSON line per tool call, for incident review.
+//!
+//! Each line records when, which tool (and the digest of the component that
+//! ran it), which client, the arguments (keys the config names redacted,
+//! secret values scrubbed; or only their digest, or nothing), the outcome,
+//! why a call was refused, the duration, the fuel and peak memory used, the
+//! bytes in and out, and what the tool did on the network.
+//!
+//! Rules, in one place:
+//! - Recording never blocks a call: the line is formatted on the caller's
+//!   thread and handed to a writer thread through a bounded queue; a full
+//!   queue drops the line and counts it.
+//! - A journal that cannot be written (folder missing or read-only, disk
+//!   full) is an error in the log, loudly: at once, then at most once a
+//!   minute with the number of lines lost. Calls go on. Each new line
+//!   retries the file, so fixing the folder brings the journal back.
+//! - The file is rotated by size: `FILE` → `FILE.1` → … → `FILE.<keep>`,
+//!   the oldest deleted. The file is created with mode 0600.
+//! - Secrets never reach the journal: configured secret values are replaced
+//!   by `[secret]` wherever they appear in the arguments or messages.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::config::{ArgumentsMode, JournalConfig};
+use crate::net::NetRecord;
+
+/// Lines that may wait for the writer before new ones are dropped.
+const QUEUE: usize = 4096;
+/// How often a failing journal is reported again.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+/// Who made a call.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ClientId {
+    /// `stdio`, `http` or `cli`.
+    pub transport: &'static str,
+    /// The HTTP session (`Mcp-Session-Id`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The JSON-RPC request id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// The client's name and version from its `clientInfo`, if it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// One call, as the dispatcher saw it.
+pub struct Entry<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The digest of the component that ran (or would have run) it.
+    pub digest: &'a str,
+    /// Who called.
+    pub client: &'a ClientId,
+    /// The arguments as received.
+    pub arguments: &'a Value,
+    /// How to record them.
+    pub arguments_mode: ArgumentsMode,
+    /// Secret values to scrub.
+    pub secrets: &'a [&'a str],
+    /// `ok`, `error`, `refused`, `input_required`, `cancelled`.
+    pub outcome: &'a str,
+    /// The error or refusal message, if any.
+    pub message: Option<&'a str>,
+    /// Time from the call's arrival to its result.
+    pub duration: Duration,
+    /// Fuel used by the guest.
+    pub fuel: u64,
+    /// Peak linear memory of the guest, in bytes.
+    pub peak_memory: u64,
+    /// Size of the arguments, in bytes.
+    pub bytes_in: u64,
+    /// Size of the result, in bytes.
+    pub bytes_out: u64,
+    /// What the call did on the network.
+    pub net: &'a NetRecord,
+}
+
+/// An open journal. Dropping it lets the writer finish the queued lines and
+/// stop.
+pub struct Journal {
+    config: JournalConfig,
+    tx: SyncSender<Vec<u8>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Journal {
+    /// Start the writer for `config`. Never fails: a file that cannot be
+    /// opened is reported (loudly) and retried on every line.
+    pub fn open(config: JournalConfig) -> Journal {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut writer = Writer {
+            config: config.clone(),
+            file: None,
+            size: 0,
+            failing_since: None,
+            last_report: None,
+            lost: 0,
+            dropped: Arc::clone(&dropped),
+        };
+        // Open now, so a bad path is reported at start-up, not at the first
+        // call.
+        writer.ensure_open();
+        let spawned = std::thread::Builder::new()
+            .name("toolcage-journal".into())
+            .spawn(move || writer.run(rx));
+        if let Err(error) = spawned {
+            tracing::error!(%error, "cannot start the call journal writer; calls will not be journaled");
+        }
+        Journal {
+            config,
+            tx,
+            dropped,
+        }
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &JournalConfig {
+        &self.config
+    }
+
+    /// Record one call. Never blocks.
+    pub fn record(&self, entry: &Entry<'_>) {
+        let line = self.format(entry, SystemTime::now());
+        match self.tx.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The JSON line for `entry`, newline included.
+    fn format(&self, entry: &Entry<'_>, now: SystemTime) -> Vec<u8> {
+        let unix_ms = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut line = Map::new();
+        line.insert("time".into(), json!(rfc3339_ms(unix_ms)));
+        line.insert("unix_ms".into(), json!(unix_ms));
+        line.insert("tool".into(), json!(entry.tool));
+        line.insert("digest".into(), json!(entry.digest));
+        line.insert("client".into(), json!(entry.client));
+        match entry.arguments_mode {
+            ArgumentsMode::Full => {
+                let mut arguments = entry.arguments.clone();
+                redact(&mut arguments, &self.config.redact, entry.secrets);
+                line.insert("arguments".into(), arguments);
+            }
+            ArgumentsMode::Digest => {
+                let digest = Sha256::digest(entry.arguments.to_string().as_bytes());
+                line.insert(
+                    "arguments_sha256".into(),
+                    json!(crate::catalog::hex(&digest)),
+                );
+            }
+            ArgumentsMode::None => {}
+        }
+        line.insert("outcome".into(), json!(entry.outcome));
+        if let Some(message) = entry.message {
+            line.insert("message".into(), json!(scrub(message, entry.secrets)));
+        }
+        line.insert(
+            "duration_ms".into(),
+            json!((entry.duration.as_secs_f64() * 1e6).round() / 1e3),
+        );
+        line.insert("fuel".into(), json!(entry.fuel));
+        line.insert("peak_memory_bytes".into(), json!(entry.peak_memory));
+        line.insert("bytes_in".into(), json!(entry.bytes_in));
+        line.insert("bytes_out".into(), json!(entry.bytes_out));
+        if entry.net.requests > 0 || !entry.net.refused.is_empty() {
+            line.insert(
+                "network".into(),
+                json!({
+                    "requests": entry.net.requests,
+                    "bytes_sent": entry.net.bytes_sent,
+                    "bytes_received": entry.net.bytes_received,
+                    "refused": entry.net.refused,
+                }),
+            );
+        }
+        let mut bytes = Value::Object(line).to_string().into_bytes();
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+/// Replace the values of `keys` (lowercase) at any depth by `"[redacted]"`,
+/// and every occurrence of a secret in a string by `[secret]`.
+fn redact(value: &mut Value, keys: &[String], secrets: &[&str]) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+                    *value = json!("[redacted]");
+                } else {
+                    redact(value, keys, secrets);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact(v, keys, secrets)),
+        Value::String(text) if secrets.iter().any(|s| is_scrubbable(s) && text.contains(s)) => {
+            *text = scrub(text, secrets);
+        }
+        _ => {}
+    }
+}
+
+/// A secret shorter than this would match ordinary text; it is still never
+/// logged by toolcage, but it is not searched for in arguments.
+fn is_scrubbable(secret: &str) -> bool {
+    secret.len() >= 4
+}
+
+/// `text` with every secret replaced by `[secret]`.
+pub fn scrub(text: &str, secrets: &[&str]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets.iter().filter(|s| is_scrubbable(s)) {
+        if text.contains(secret) {
+            text = text.replace(secret, "[secret]");
+        }
+    }
+    text
+}
+
+struct Writer {
+    config: JournalConfig,
+    file: Option<std::fs::File>,
+    size: u64,
+    failing_since: Option<String>,
+    last_report: Option<Instant>,
+    lost: u64,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<Vec<u8>>) {
+        while let Ok(first) = rx.recv() {
+            // Batch what has queued up into one write.
+            let mut batch = first;
+            let mut lines = 1u64;
+            while batch.len() < 1 << 20 {
+                match rx.try_recv() {
+                    Ok(more) => {
+                        batch.extend_from_slice(&more);
+                        lines += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.write(&batch, lines);
+        }
+    }
+
+    fn write(&mut self, batch: &[u8], lines: u64) {
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::error!(
+                lines = dropped,
+                "the call journal fell behind; lines were dropped"
+            );
+        }
+        if self.size > 0 && self.size + batch.len() as u64 > self.config.max_bytes {
+            self.rotate();
+        }
+        if !self.ensure_open() {
+            self.lost += lines;
+            return;
+        }
+        let result = match self.file.as_mut() {
+            Some(file) => file.write_all(batch),
+            None => return,
+        };
+        match result {
+            Ok(()) => {
+                self.size += batch.len() as u64;
+                if self.failing_since.take().is_some() {
+                    tracing::warn!(
+                        path = %self.config.path.display(),
+                        lost = self.lost,
+                        "the call journal is being written again"
+                    );
+                    self.lost = 0;
+                }
+            }
+            Err(error) => {
+                self.file = None;
+                self.lost += lines;
+                self.fail(&error.to_string());
+            }
+        }
+    }
+
+    /// Open the file if it is not open; `false` (reported) if it cannot be.
+    fn ensure_open(&mut self) -> bool {
+        if self.file.is_some() {
+            return true;
+        }
+        match open_append(&self.config.path) {
+            Ok((file, size)) => {
+                self.file = Some(file);
+                self.size = size;
+                true
+            }
+            Err(error) => {
+                self.fail(&error.to_string());
+                false
+            }
+        }
+    }
+
+    fn fail(&mut self, error: &str) {
+        let due = self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= REPORT_EVERY);
+        if self.failing_since.is_none() || due {
+            tracing::error!(
+                path = %self.config.path.display(),
+                %error,
+                lost = self.lost,
+                "CANNOT WRITE THE CALL JOURNAL; calls go on but are not journaled"
+            );
+            self.last_report = Some(Instant::now());
+        }
+        self.failing_since.get_or_insert_with(|| error.to_owned());
+    }
+
+    fn rotate(&mut self) {
+        self.file = None;
+        let path = &self.config.path;
+        let numbered = |n: u32| -> PathBuf {
+            let mut name = path.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        let result = if self.config.keep == 0 {
+            std::fs::remove_file(path)
+        } else {
+            let _ = std::fs::remove_file(numbered(self.config.keep));
+            for n in (1..self.config.keep).rev() {
+                let _ = std::fs::rename(numbered(n), numbered(n + 1));
+            }
+            std::fs::rename(path, numbered(1))
+        };
+        if let Err(error) = result {
+            self.fail(&format!("cannot rotate: {error}"));
+        }
+        self.size = 0;
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    let size = file.metadata()?.len();
+    Ok((file, size))
+}
+
+/// The journal files at `path`, oldest first: `path.N`, …, `path.1`,
+/// `path`, those that exist.
+pub fn files(path: &Path) -> Vec<PathBuf> {
+    let mut rotated: Vec<(u32, PathBuf)> = Vec::new();
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let prefix = format!("{}.", name.to_string_lossy());
+        if let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        }) {
+            for entry in entries.flatten() {
+                let file_name = entry.file_name().to_string_lossy().into_owned();
+                if let Some(n) = file_name
+                    .strip_prefix(&prefix)
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    rotated.push((n, entry.path()));
+                }
+            }
+        }
+    }
+    rotated.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let mut files: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    if path.exists() {
+        files.push(path.to_owned());
+    }
+    files
+}
+
+/// `unix_ms` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339_ms(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let millis = unix_ms % 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX);
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (the
+/// usual era-based days-to-civil conversion).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    (
+        y,
+        u32::try_from(m).unwrap_or(1),
+        u32::try_from(d).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(path: PathBuf, max_bytes: u64, keep: u32) -> JournalConfig {
+        JournalConfig {
+            path,
+            max_bytes,
+            keep,
+            arguments: ArgumentsMode::Full,
+            redact: vec!["password".into(), "token".into()],
+        }
+    }
+
+    fn entry<'a>(
+        arguments: &'a Value,
+        client: &'a ClientId,
+        net: &'a NetRecord,
+        secrets: &'a [&'a str],
+    ) -> Entry<'a> {
+        Entry {
+            tool: "t",
+            digest: "d",
+            client,
+            arguments,
+            arguments_mode: ArgumentsMode::Full,
+            secrets,
+            outcome: "ok",
+            message: Some("failed with hunter22 inside"),
+            duration: Duration::from_micros(1500),
+            fuel: 7,
+            peak_memory: 65536,
+            bytes_in: 10,
+            bytes_out: 20,
+            net,
+        }
+    }
+
+    #[test]
+    fn dates_are_rfc3339() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339_ms(1_795_000_000_000), "2026-11-18T11:06:40.000Z");
+    }
+
+    #[test]
+    fn lines_redact_keys_and_scrub_secrets() {
+        let dir = std::env::temp_dir().join(format!("toolcage-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let journal = Journal::open(config(dir.join("j.jsonl"), 1 << 20, 2));
+        let arguments = json!({"path": "/x", "Password": "p", "nested": [{"token": 1}], "note": "key=hunter22!"});
+        let client = ClientId {
+            transport: "stdio",
+            request: Some("7".into()),
+            ..ClientId::default()
+        };
+        let net = NetRecord::default();
+        let line = journal.format(&entry(&arguments, &client, &net, &["hunter22"]), UNIX_EPOCH);
+        let value: Value = serde_json::from_slice(&line).expect("json");
+        assert_eq!(value["arguments"]["Password"], "[redacted]");
+        assert_eq!(value["arguments"]["nested"][0]["token"], "[redacted]");
+        assert_eq!(value["arguments"]["path"], "/x");
+        assert_eq!(value["arguments"]["note"], "key=[secret]!");
+        assert_eq!(value["message"], "failed with [secret] inside");
+        assert_eq!(
+            value["client"],
+            json!({"transport": "stdio", "request": "7"})
+        );
+        assert_eq!(value["duration_ms"], 1.5);
+        assert!(value.get("network").is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rotation_keeps_the_configured_number_of_files() {
+        let dir = std::env::temp_dir().join(format!("toolcage-rotate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("j.jsonl");
+        let mut writer = Writer {
+            config: config(path.clone(), 100, 2),
+            file: None,
+            size: 0,
+            failing_since: None,
+            last_report: None,
+            lost: 0,
+            dropped: Arc::default(),
+        };
+        for i in 0..10 {
+            writer.write(format!("{{\"n\":{i:040}}}\n").as_bytes(), 1);
+        }
+        let found = files(&path);
+        assert_eq!(
+            found,
+            [
+                PathBuf::from(format!("{}.2", path.display())),
+                PathBuf::from(format!("{}.1", path.display())),
+                path.clone()
+            ]
+        );
+        let last = std::fs::read_to_string(&path).expect("read");
+        assert!(last.contains(&format!("{:040}", 9)), "{last}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unwritable_journal_loses_lines_but_never_fails() {
+        let mut writer = Writer {
+            config: config(PathBuf::from("/proc/toolcage-no/j.jsonl"), 100, 2),
+            file: None,
+            size: 0,
+            failing_since: None,
+            last_report: None,
+            lost: 0,
+            dropped: Arc::default(),
+        };
+        writer.write(b"{}\n", 1);
+        writer.write(b"{}\n", 1);
+        assert_eq!(writer.lost, 2);
+        assert!(writer.failing_since.is_some());
+    }
+}
