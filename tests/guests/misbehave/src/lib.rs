@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use toolcage_guest::{JsonSchema, Output, export, tool};
+use toolcage_guest::{JsonSchema, Output, export, http, tool};
 
 /// Spin forever without calling the host. Only fuel (or the deadline) stops it.
 #[tool]
@@ -243,7 +243,94 @@ fn summarize(args: SummarizeArgs) -> Result<Output, String> {
     Ok(Output::text(format!("summary: {summary}")))
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FetchArgs {
+    /// The URL to request.
+    url: String,
+    /// The HTTP method (default `GET`).
+    #[serde(default)]
+    method: Option<String>,
+    /// Read at most this many bytes of the body (default: the SDK's).
+    #[serde(default)]
+    max_body_bytes: Option<usize>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Fetched {
+    /// The final response's status.
+    status: u16,
+    /// The length of its body.
+    bytes: usize,
+    /// Its `location` header (a redirect that was not followed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<String>,
+}
+
+/// Request a URL through `toolcage_guest::http` (following redirects for
+/// GET and HEAD), and say what came back. A failed request is an error
+/// result with the SDK error's text.
+#[tool]
+fn fetch(args: FetchArgs) -> Result<Fetched, String> {
+    let method = match args.method.as_deref() {
+        Some(method) => method.parse()?,
+        None => http::Method::Get,
+    };
+    let mut request = http::Request::new(method, args.url);
+    if let Some(limit) = args.max_body_bytes {
+        request = request.max_body_bytes(limit);
+    }
+    let response = request.send()?;
+    Ok(Fetched {
+        status: response.status,
+        bytes: response.body.len(),
+        location: response.header("location").map(str::to_owned),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ReadEnvArgs {
+    /// The variable's name.
+    name: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EnvValue {
+    name: String,
+    /// `null` when the variable is not set (or not valid UTF-8).
+    value: Option<String>,
+}
+
+/// Read one environment variable, as a tool sees it.
+#[tool(read_only)]
+fn read_env(args: ReadEnvArgs) -> Result<EnvValue, String> {
+    let value = std::env::var(&args.name).ok();
+    Ok(EnvValue {
+        name: args.name,
+        value,
+    })
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EnvNames {
+    /// Every environment variable's name, sorted.
+    names: Vec<String>,
+}
+
+/// List the names of all environment variables the tool can see.
+#[tool(read_only)]
+fn env_names() -> Result<EnvNames, String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(EnvNames { names })
+}
+
 export!(
+    fetch,
+    read_env,
+    env_names,
     ask_user,
     summarize,
     make_symlink,
