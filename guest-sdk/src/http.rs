@@ -338,6 +338,7 @@ impl Request {
             headers.push(("content-length".into(), body.len().to_string()));
         }
         let follow = self.method.follows_redirects() && self.max_redirects > 0;
+        let first_url = url.to_string();
         let mut redirects = 0;
         loop {
             let hop = Hop {
@@ -356,7 +357,7 @@ impl Request {
             let url_text = url.to_string();
             if redirects == self.max_redirects {
                 return Err(Error::new(
-                    &url_text,
+                    &first_url,
                     ErrorKind::TooManyRedirects {
                         limit: self.max_redirects,
                     },
@@ -526,6 +527,13 @@ pub enum ErrorKind {
         /// refused host here).
         message: Option<String>,
     },
+    /// Sending the request body or reading the response body failed without
+    /// a `wasi:http` error code (the host's stream error: for toolcage, a
+    /// cap or a timeout it enforces while the body moves).
+    Stream {
+        /// The stream error's description, from the host.
+        message: String,
+    },
     /// More redirects than [`Request::max_redirects`] allows.
     TooManyRedirects {
         /// The limit.
@@ -570,17 +578,19 @@ impl Error {
         &self.kind
     }
 
-    /// The URL of the request that failed (after any redirects, the hop that
-    /// failed).
+    /// The URL of the request that failed: the hop that failed, after any
+    /// redirects (for [`ErrorKind::TooManyRedirects`], the first URL).
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    /// The host's own message for an `internal-error`, such as toolcage's
-    /// explanation of a host the tool may not reach.
+    /// The host's own message: for an `internal-error` (such as toolcage's
+    /// explanation of a host the tool may not reach) or a failed body
+    /// stream.
     pub fn host_message(&self) -> Option<&str> {
         match &self.kind {
             ErrorKind::Transport { message, .. } => message.as_deref(),
+            ErrorKind::Stream { message } => Some(message),
             _ => None,
         }
     }
@@ -608,6 +618,11 @@ impl fmt::Display for Error {
                 f,
                 "request to {url} failed: {} (wasi:http error-code `{code}`)",
                 explain_code(code)
+            ),
+            ErrorKind::Stream { message } => write!(
+                f,
+                "request to {url} failed while a body was being transferred: {message}; try \
+                 again, or ask for less data"
             ),
             ErrorKind::TooManyRedirects { limit } => write!(
                 f,
@@ -728,6 +743,7 @@ mod transport {
         }
         let invalid = |reason: String| Error::new(&url, ErrorKind::InvalidRequest(reason));
         let transport = |code: ErrorCode| Error::new(&url, transport_kind(code));
+        let failed = |failure: Failure| Error::new(&url, failure.into_kind());
 
         let entries: Vec<(String, Vec<u8>)> = hop
             .headers
@@ -791,40 +807,67 @@ mod transport {
         };
         // If writing failed because the request failed (a refused host closes
         // the body), the response's error says why; report that first.
-        let incoming = wait(&future).map_err(transport)?;
-        written.map_err(transport)?;
+        let incoming = wait(&future).map_err(failed)?;
+        written.map_err(failed)?;
         drop(future);
 
         read_response(hop, incoming, &url)
     }
 
-    fn wait(future: &FutureIncomingResponse) -> Result<IncomingResponse, ErrorCode> {
+    /// Why a request failed below the level of HTTP.
+    enum Failure {
+        /// `wasi:http`'s error code.
+        Code(ErrorCode),
+        /// A body stream failed without an error code: its description.
+        Stream(String),
+    }
+
+    impl Failure {
+        fn into_kind(self) -> ErrorKind {
+            match self {
+                Failure::Code(code) => transport_kind(code),
+                Failure::Stream(message) => ErrorKind::Stream { message },
+            }
+        }
+    }
+
+    impl From<StreamError> for Failure {
+        fn from(error: StreamError) -> Self {
+            match error {
+                StreamError::LastOperationFailed(error) => {
+                    match wasip2::http::types::http_error_code(&error) {
+                        Some(code) => Failure::Code(code),
+                        None => Failure::Stream(error.to_debug_string()),
+                    }
+                }
+                StreamError::Closed => Failure::Code(ErrorCode::ConnectionTerminated),
+            }
+        }
+    }
+
+    fn wait(future: &FutureIncomingResponse) -> Result<IncomingResponse, Failure> {
         loop {
             match future.get() {
-                Some(Ok(result)) => return result,
+                Some(Ok(result)) => return result.map_err(Failure::Code),
                 Some(Err(())) => {
-                    return Err(ErrorCode::InternalError(Some(
-                        "the response was already taken".into(),
-                    )));
+                    return Err(Failure::Stream("the response was already taken".into()));
                 }
                 None => future.subscribe().block(),
             }
         }
     }
 
-    fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), ErrorCode> {
+    fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), Failure> {
         {
-            let stream = body.write().map_err(|()| {
-                ErrorCode::InternalError(Some("the request body could not be written".into()))
-            })?;
+            let stream = body
+                .write()
+                .map_err(|()| Failure::Stream("the request body could not be opened".into()))?;
             for chunk in bytes.chunks(WRITE_CHUNK) {
-                stream
-                    .blocking_write_and_flush(chunk)
-                    .map_err(stream_code)?;
+                stream.blocking_write_and_flush(chunk)?;
             }
             // The stream is a child of the body: it goes before `finish`.
         }
-        OutgoingBody::finish(body, None)
+        OutgoingBody::finish(body, None).map_err(Failure::Code)
     }
 
     fn read_response(
@@ -876,12 +919,8 @@ mod transport {
             return Err(too_large());
         }
         let body = incoming.consume().map_err(|()| {
-            Error::new(
-                url,
-                transport_kind(ErrorCode::InternalError(Some(
-                    "the response body was already taken".into(),
-                ))),
-            )
+            let failure = Failure::Stream("the response body was already taken".into());
+            Error::new(url, failure.into_kind())
         })?;
         let read = read_body(&body, hop.max_body_bytes);
         drop(body);
@@ -892,16 +931,16 @@ mod transport {
                 Ok(response)
             }
             Err(None) => Err(too_large()),
-            Err(Some(code)) => Err(Error::new(url, transport_kind(code))),
+            Err(Some(failure)) => Err(Error::new(url, failure.into_kind())),
         }
     }
 
     /// The body, or `Err(None)` when it is longer than `limit`.
-    fn read_body(body: &IncomingBody, limit: usize) -> Result<Vec<u8>, Option<ErrorCode>> {
+    fn read_body(body: &IncomingBody, limit: usize) -> Result<Vec<u8>, Option<Failure>> {
         let stream = body.stream().map_err(|()| {
-            Some(ErrorCode::InternalError(Some(
-                "the response body could not be read".into(),
-            )))
+            Some(Failure::Stream(
+                "the response body could not be opened".into(),
+            ))
         })?;
         let mut bytes = Vec::new();
         loop {
@@ -913,16 +952,8 @@ mod transport {
                     bytes.extend_from_slice(&chunk);
                 }
                 Err(StreamError::Closed) => return Ok(bytes),
-                Err(error) => return Err(Some(stream_code(error))),
+                Err(error) => return Err(Some(error.into())),
             }
-        }
-    }
-
-    fn stream_code(error: StreamError) -> ErrorCode {
-        match error {
-            StreamError::LastOperationFailed(error) => wasip2::http::types::http_error_code(&error)
-                .unwrap_or_else(|| ErrorCode::InternalError(Some(error.to_debug_string()))),
-            StreamError::Closed => ErrorCode::ConnectionTerminated,
         }
     }
 
