@@ -735,6 +735,20 @@ mod transport {
     const READ_CHUNK: u64 = 64 * 1024;
     /// `blocking-write-and-flush` takes at most 4096 bytes per call.
     const WRITE_CHUNK: usize = 4096;
+    /// The headers wasmtime's `wasi:http` refuses from guests by default
+    /// (hop-by-hop headers, and `host`, which it sets from the URL): named in
+    /// the error, since `fields.from-list` only says "forbidden".
+    const FORBIDDEN_HEADERS: [&str; 9] = [
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "http2-settings",
+    ];
 
     pub(super) fn send(hop: &Hop<'_>) -> Result<Response, Error> {
         let url = hop.url.to_string();
@@ -973,22 +987,36 @@ mod transport {
     /// `Fields::from_list` says what kind of problem, not which header:
     /// find the header to name.
     fn header_problem(headers: &[(String, String)], error: HeaderError) -> String {
-        let suspect = headers.iter().find(|(name, value)| {
-            name.is_empty()
-                || !name.bytes().all(super::is_token_byte)
-                || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
-        });
-        match (error, suspect) {
-            (HeaderError::Forbidden, _) => {
-                let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
-                format!(
-                    "one of the headers ({}) may not be set by a tool (the host sets `host`, \
-                     `connection`, `transfer-encoding` and the like itself); remove it",
-                    names.join(", ")
-                )
+        let named = |test: &dyn Fn(&str, &str) -> bool| {
+            headers
+                .iter()
+                .find(|(name, value)| test(name, value))
+                .map(|(name, _)| name.as_str())
+        };
+        match error {
+            HeaderError::Forbidden => {
+                match named(&|name, _| {
+                    FORBIDDEN_HEADERS
+                        .iter()
+                        .any(|f| name.eq_ignore_ascii_case(f))
+                }) {
+                    Some(name) => format!(
+                        "header `{name}` may not be set by a tool (the host sets it, or it \
+                         controls the connection); remove it"
+                    ),
+                    None => "one of the headers may not be set by a tool; remove the headers \
+                             that control the connection"
+                        .into(),
+                }
             }
-            (_, Some((name, _))) => format!("header `{name}` has an invalid name or value"),
-            (error, None) => format!("the headers were refused ({error:?})"),
+            _ => match named(&|name, value| {
+                name.is_empty()
+                    || !name.bytes().all(super::is_token_byte)
+                    || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+            }) {
+                Some(name) => format!("header `{name}` has an invalid name or value"),
+                None => format!("the headers were refused ({error:?})"),
+            },
         }
     }
 

@@ -222,6 +222,8 @@ class _Handler(BaseHTTPRequestHandler):
             route(query, parts, body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a cap or a timeout): expected in tests
+        except ValueError as error:  # a malformed parameter, before any reply
+            self._json(400, {"error": True, "reason": f"Invalid parameter: {error}"})
 
     # --- Open-Meteo -------------------------------------------------------
 

@@ -254,6 +254,12 @@ struct FetchArgs {
     /// Read at most this many bytes of the body (default: the SDK's).
     #[serde(default)]
     max_body_bytes: Option<usize>,
+    /// A request body to send.
+    #[serde(default)]
+    body: Option<String>,
+    /// Request headers to send, name to value.
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -279,6 +285,12 @@ fn fetch(args: FetchArgs) -> Result<Fetched, String> {
     let mut request = http::Request::new(method, args.url);
     if let Some(limit) = args.max_body_bytes {
         request = request.max_body_bytes(limit);
+    }
+    if let Some(body) = args.body {
+        request = request.body(body);
+    }
+    for (name, value) in &args.headers {
+        request = request.header(name, value);
     }
     let response = request.send()?;
     Ok(Fetched {
