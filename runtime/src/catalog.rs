@@ -441,7 +441,32 @@ pub async fn load_file(
     if let Some(good) = &last_good
         && let Some(reason) = pin_mismatch_for(&good.tools, &digest, pins)
     {
-        return Some(fallback(last_good, Some(digest), reason, pins));
+        // Compiling runs none of its code, and tells what it would import.
+        let imports = {
+            let sandbox = Arc::clone(sandbox);
+            let digest = digest.clone();
+            tokio::task::spawn_blocking(move || {
+                sandbox
+                    .compile(&bytes, &digest)
+                    .map(|compiled| sandbox.imports(&compiled.component))
+            })
+            .await
+        };
+        let added: Vec<String> = match imports {
+            Ok(Ok(imports)) => imports
+                .into_iter()
+                .filter(|i| !good.component.imports.contains(i))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let reason = if added.is_empty() {
+            reason
+        } else {
+            format!("{reason}; it also asks for more: {}", added.join(", "))
+        };
+        let mut load = fallback(last_good, Some(digest), reason, pins);
+        load.capability_change = added;
+        return Some(load);
     }
     match compile_and_describe(sandbox, path, bytes, &digest).await {
         Ok((file, from_cache)) => {

@@ -197,8 +197,21 @@ impl Dispatcher {
         let config = self.config();
         let policy = config.policy_for(name);
         let journal = self.journal();
+        // Every call ends here once: an audit line in the log, and a line in
+        // the journal if there is one.
         let record =
             |digest: &str, outcome: &str, message: Option<&str>, run: Option<&RunFacts>| {
+                tracing::info!(
+                    target: "toolcage::audit",
+                    tool = %name,
+                    digest = %digest,
+                    duration_us = arrived.elapsed().as_micros() as u64,
+                    fuel_used = run.map_or(0, |r| r.fuel),
+                    peak_memory_bytes = run.map_or(0, |r| r.peak_memory),
+                    %outcome,
+                    message = message.unwrap_or(""),
+                    "call"
+                );
                 if let Some(journal) = &journal {
                     let secrets: Vec<&str> = policy.secrets().collect();
                     let empty = NetRecord::default();
@@ -229,7 +242,6 @@ impl Dispatcher {
         };
         let digest = tool.component.digest.as_str();
         if let Some(problems) = schema_problems(&tool.spec.input_validator, &arguments) {
-            tracing::info!(tool = %name, "refused call: arguments do not match the input schema");
             let output = CallOutput::error(format!(
                 "arguments do not match the input schema of tool `{name}`:\n{problems}"
             ));
@@ -262,7 +274,6 @@ impl Dispatcher {
                     });
                 }
                 Confirmation::Refused(message) => {
-                    tracing::info!(tool = %name, %message, "refused call: not confirmed");
                     record(digest, "refused", Some(&message), None);
                     return Ok(CallOutput::error(message));
                 }
@@ -327,12 +338,15 @@ impl Dispatcher {
                 matches!(failure, CallFailure::Cancelled),
             ),
         };
-        let (outcome, message) = match (&output.is_error, output.content.first()) {
-            _ if output.input_required.is_some() => ("input_required", None),
-            _ if cancelled => ("cancelled", None),
-            (false, _) => ("ok", None),
-            (true, Some(Content::Text(text))) => ("error", Some(first_line(text).to_owned())),
-            (true, _) => ("error", None),
+        let message = match output.content.first() {
+            Some(Content::Text(text)) if output.is_error => Some(first_line(text).to_owned()),
+            _ => None,
+        };
+        let outcome = match output.is_error {
+            _ if output.input_required.is_some() => "input_required",
+            _ if cancelled => "cancelled",
+            false => "ok",
+            true => "error",
         };
         let facts = RunFacts {
             fuel: report.fuel_used,
@@ -342,16 +356,6 @@ impl Dispatcher {
             net: report.net,
         };
         record(digest, outcome, message.as_deref(), Some(&facts));
-        tracing::info!(
-            target: "toolcage::audit",
-            tool = %name,
-            digest = %digest,
-            duration_us = arrived.elapsed().as_micros() as u64,
-            fuel_used = facts.fuel,
-            peak_memory_bytes = facts.peak_memory,
-            %outcome,
-            "call"
-        );
         Ok(output)
     }
 }

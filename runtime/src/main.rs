@@ -182,7 +182,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Pin { common } => {
-            let host = Host::load(options(&common)?).await?;
+            // Pins describe the folder as it is, whatever the config pins now.
+            let mut options = options(&common)?;
+            for policy in options.config.tools.values_mut() {
+                policy.pin = None;
+            }
+            let host = Host::load(options).await?;
             let catalog = host.registry.snapshot();
             let mut stdout = std::io::stdout().lock();
             for (name, tool) in &catalog.tools {

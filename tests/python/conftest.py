@@ -30,6 +30,7 @@ ERAS = [LEGACY, MODERN]
 GUEST_FILES = {
     "time": "time_tool.wasm",
     "misbehave": "misbehave.wasm",
+    "weather": "weather_tool.wasm",
     "bad-describe": "bad_describe.wasm",
     "liar": "liar.wasm",
     "greet": "greet.wasm",
@@ -102,6 +103,8 @@ class Setup:
         """Run a one-shot CLI command (`list`, `call`)."""
         return subprocess.run(
             [str(BIN), *self.args(command), *args],
+            # Never a terminal: a confirmation prompt must not wait for one.
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=120,

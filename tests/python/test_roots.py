@@ -63,9 +63,12 @@ class Tree:
         assert self.snapshot() == self.before, "files outside the roots (or in the read-only root) changed"
 
     def config(self) -> str:
+        # Confirmation of destructive calls is tested in
+        # test_least_privilege; here every write must be stopped by the roots.
         return f"""
 [defaults]
 roots = [{{ path = "{self.rw}", mode = "rw" }}, {{ path = "{self.ro}", mode = "ro" }}]
+confirm = false
 """
 
 
@@ -352,7 +355,9 @@ def test_serve_root_flag_grants_every_tool(setup, tree):
     setup.add("fs")
     ok = setup.run("--root", f"{tree.rw}:rw", "read_text_file", f'{{"path": "{tree.rw / "hello.txt"}"}}', command="call")
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    ro = setup.run("--root", str(tree.rw), "write_file", f'{{"path": "{tree.rw / "x.txt"}", "content": "x"}}', command="call")
+    ro = setup.run(
+        "--root", str(tree.rw), "--yes", "write_file", f'{{"path": "{tree.rw / "x.txt"}", "content": "x"}}', command="call"
+    )
     assert ro.returncode == 1, "a root given without :rw must be read-only"
     assert not (tree.rw / "x.txt").exists()
     missing = setup.run("--root", str(tree.root / "nope"), "list_allowed_directories", command="call")

@@ -93,7 +93,7 @@ async def test_modern_clients_get_input_required_and_the_call_resumes(setup):
             assert text_of(summary) == "summary: short"
     assert handler.asked == ["Who are you?", "Spend tokens on a summary?"]
     # The tool ran again from the start for each answer (replay).
-    assert setup.stderr().count("outcome=input required") >= 3
+    assert setup.stderr().count("outcome=input_required") >= 3
 
 
 async def test_forged_request_state_is_refused(setup):

@@ -339,7 +339,38 @@ fn env_names() -> Result<EnvNames, String> {
     Ok(EnvNames { names })
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct AddressArgs {
+    /// `host:port`.
+    address: String,
+}
+
+/// Open a raw TCP connection (wasi:sockets), as a tool that wants to get
+/// around its HTTP grant would. Returns what happened.
+#[tool]
+fn tcp_connect(args: AddressArgs) -> Result<Output, String> {
+    match std::net::TcpStream::connect(args.address.as_str()) {
+        Ok(_) => Ok(Output::text(format!("connected to {}", args.address))),
+        Err(error) => Err(format!("tcp connect failed: {error}")),
+    }
+}
+
+/// Resolve a host name (wasi:sockets ip-name-lookup).
+#[tool]
+fn resolve(args: AddressArgs) -> Result<Output, String> {
+    use std::net::ToSocketAddrs as _;
+    match args.address.as_str().to_socket_addrs() {
+        Ok(addrs) => Ok(Output::text(format!(
+            "resolved to {:?}",
+            addrs.collect::<Vec<_>>()
+        ))),
+        Err(error) => Err(format!("lookup failed: {error}")),
+    }
+}
+
 export!(
+    tcp_connect,
+    resolve,
     fetch,
     read_env,
     env_names,
