@@ -1130,4 +1130,68 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn network_env_confirm_pin_and_journal_parse() {
+        let dir = std::env::temp_dir().join(format!("toolcage-config-ext-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("key"), "s3cret\n").expect("write");
+        let config_path = dir.join("config.toml");
+        let parse = |text: &str| Config::parse(text, &config_path).map_err(|e| e.to_string());
+        // SAFETY: tests in this module do not read this variable concurrently.
+        unsafe { std::env::set_var("TOOLCAGE_CONFIG_TEST_VAR", "from-env") };
+        let config = parse(
+            "[defaults]\nconfirm = true\n[defaults.env]\nA = \"1\"\n\
+             [tools.w]\nnetwork = [\"api.example.com\", \"*.example.org:8443\"]\n\
+             http_max_response_kib = 64\nconfirm = false\npin = \"sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"\n\
+             journal_arguments = \"digest\"\n\
+             [tools.w.env]\nB = { from_env = \"TOOLCAGE_CONFIG_TEST_VAR\" }\nC = { file = \"key\" }\n\
+             D = { from_env = \"TOOLCAGE_CONFIG_TEST_UNSET\" }\n\
+             [journal]\npath = \"j/journal.jsonl\"\nkeep = 2\nredact = [\"Pin\"]\n",
+        )
+        .expect("valid");
+        let w = config.policy_for("w");
+        assert_eq!(
+            w.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["api.example.com", "*.example.org:8443"]
+        );
+        assert_eq!(w.limits.http_response_bytes, 64 * 1024);
+        assert_eq!(w.confirm, Some(false));
+        assert_eq!(config.policy_for("other").confirm, Some(true));
+        assert!(config.policy_for("other").network.is_empty());
+        assert_eq!(
+            w.pin.as_deref(),
+            Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789")
+        );
+        assert_eq!(w.journal_arguments, Some(ArgumentsMode::Digest));
+        let env: Vec<(&str, &str, bool)> = w
+            .env
+            .iter()
+            .map(|v| (v.name.as_str(), v.value.as_str(), v.secret))
+            .collect();
+        assert_eq!(
+            env,
+            [("A", "1", false), ("B", "from-env", false), ("C", "s3cret", true)]
+        );
+        assert_eq!(w.secrets().collect::<Vec<_>>(), ["s3cret"]);
+        assert!(!format!("{w:?}").contains("s3cret"), "a secret in Debug output");
+        let journal = config.journal.expect("journal");
+        assert_eq!(journal.path, dir.join("j/journal.jsonl"));
+        assert_eq!((journal.keep, journal.max_bytes), (2, 64 * 1024 * 1024));
+        assert_eq!(journal.redact, ["pin"]);
+
+        for (text, needle) in [
+            ("[tools.x]\nnetwork = [\"*\"]", "`tools.x.network[0]` = \"*\""),
+            ("[tools.x]\npin = \"sha256:12\"", "`tools.x.pin`"),
+            ("[defaults]\npin = \"00\"", "`defaults.pin`"),
+            ("[tools.x.env]\nK = { file = \"missing\" }", "`tools.x.env.K`"),
+            ("[tools.x.env]\nK = { }", "`tools.x.env.K`"),
+            ("[journal]\npath = \"j\"\narguments = \"all\"", "`journal.arguments`"),
+            ("[tools.x]\nhttp_timeout_ms = 0", "`tools.x.http_timeout_ms` = 0"),
+        ] {
+            let error = parse(text).expect_err(text);
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
