@@ -1152,7 +1152,10 @@ mod tests {
         .expect("valid");
         let w = config.policy_for("w");
         assert_eq!(
-            w.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            w.network
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
             ["api.example.com", "*.example.org:8443"]
         );
         assert_eq!(w.limits.http_response_bytes, 64 * 1024);
@@ -1171,23 +1174,42 @@ mod tests {
             .collect();
         assert_eq!(
             env,
-            [("A", "1", false), ("B", "from-env", false), ("C", "s3cret", true)]
+            [
+                ("A", "1", false),
+                ("B", "from-env", false),
+                ("C", "s3cret", true)
+            ]
         );
         assert_eq!(w.secrets().collect::<Vec<_>>(), ["s3cret"]);
-        assert!(!format!("{w:?}").contains("s3cret"), "a secret in Debug output");
+        assert!(
+            !format!("{w:?}").contains("s3cret"),
+            "a secret in Debug output"
+        );
         let journal = config.journal.expect("journal");
         assert_eq!(journal.path, dir.join("j/journal.jsonl"));
         assert_eq!((journal.keep, journal.max_bytes), (2, 64 * 1024 * 1024));
         assert_eq!(journal.redact, ["pin"]);
 
         for (text, needle) in [
-            ("[tools.x]\nnetwork = [\"*\"]", "`tools.x.network[0]` = \"*\""),
+            (
+                "[tools.x]\nnetwork = [\"*\"]",
+                "`tools.x.network[0]` = \"*\"",
+            ),
             ("[tools.x]\npin = \"sha256:12\"", "`tools.x.pin`"),
             ("[defaults]\npin = \"00\"", "`defaults.pin`"),
-            ("[tools.x.env]\nK = { file = \"missing\" }", "`tools.x.env.K`"),
+            (
+                "[tools.x.env]\nK = { file = \"missing\" }",
+                "`tools.x.env.K`",
+            ),
             ("[tools.x.env]\nK = { }", "`tools.x.env.K`"),
-            ("[journal]\npath = \"j\"\narguments = \"all\"", "`journal.arguments`"),
-            ("[tools.x]\nhttp_timeout_ms = 0", "`tools.x.http_timeout_ms` = 0"),
+            (
+                "[journal]\npath = \"j\"\narguments = \"all\"",
+                "`journal.arguments`",
+            ),
+            (
+                "[tools.x]\nhttp_timeout_ms = 0",
+                "`tools.x.http_timeout_ms` = 0",
+            ),
         ] {
             let error = parse(text).expect_err(text);
             assert!(error.contains(needle), "{text}: {error}");

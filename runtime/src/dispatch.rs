@@ -257,7 +257,14 @@ impl Dispatcher {
         // Ask the user before anything runs, and before taking a permit: a
         // person may take minutes to answer.
         if needs_confirmation(policy, &tool) {
-            match confirm(name, &arguments, services.as_deref()).await {
+            match confirm(
+                name,
+                &arguments,
+                tool.spec.descriptor.annotations.destructive,
+                services.as_deref(),
+            )
+            .await
+            {
                 Confirmation::Confirmed => {}
                 Confirmation::Ask(pending) => {
                     record(
@@ -413,20 +420,24 @@ pub const CONFIRM_KEY: &str = "toolcage-confirm";
 async fn confirm(
     name: &str,
     arguments: &Value,
+    destructive: bool,
     services: Option<&dyn ClientServices>,
 ) -> Confirmation {
+    let why = if destructive {
+        "It is marked as destructive: it may change or delete data."
+    } else {
+        "The operator asks for confirmation of every call of this tool."
+    };
     let off = format!(
-        "(the operator can turn confirmation off for this tool with `confirm = false` under          `[tools.{name}]` in the config)"
+        "(the operator can turn confirmation off for this tool with `confirm = false` under `[tools.{name}]` in the config)"
     );
     let Some(services) = services else {
         return Confirmation::Refused(format!(
-            "tool `{name}` needs the user's confirmation before it runs, and there is no              client to ask; the call was not run {off}"
+            "tool `{name}` needs the user's confirmation before it runs, and there is no client to ask; the call was not run {off}"
         ));
     };
     let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
-    let message = format!(
-        "Allow the tool `{name}` to run? It is marked as destructive (it may change or          delete data). Arguments:\n{shown}"
-    );
+    let message = format!("Allow the tool `{name}` to run? {why} Arguments:\n{shown}");
     let schema = serde_json::json!({
         "type": "object",
         "properties": {
@@ -446,14 +457,14 @@ async fn confirm(
             Confirmation::Confirmed
         }
         Ok(ElicitAnswer::Accept(_) | ElicitAnswer::Decline) => Confirmation::Refused(format!(
-            "the user declined to run tool `{name}`; the call was not run. Do not retry it              unless the user asks for it."
+            "the user declined to run tool `{name}`; the call was not run. Do not retry it unless the user asks for it."
         )),
         Ok(ElicitAnswer::Cancel) => Confirmation::Refused(format!(
             "the user dismissed the confirmation for tool `{name}`; the call was not run."
         )),
         Err(ServiceError::InputRequired(pending)) => Confirmation::Ask(pending),
         Err(ServiceError::Refused(reason)) => Confirmation::Refused(format!(
-            "tool `{name}` needs the user's confirmation before it runs, and it could not be              asked: {reason}. The call was not run {off}"
+            "tool `{name}` needs the user's confirmation before it runs, and it could not be asked: {reason}. The call was not run {off}"
         )),
     }
 }

@@ -297,7 +297,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// Flags over the config file over defaults.
 fn options(common: &Common) -> anyhow::Result<Options> {
     let config_path = match &common.config {
-        Some(path) => Some(expand_tilde(path)),
+        // Absolute, so paths in it resolve against its folder whatever the
+        // working directory is later.
+        Some(path) => Some(std::path::absolute(expand_tilde(path))?),
         None => dirs_config()
             .map(|dir| dir.join("toolcage/config.toml"))
             .filter(|path| path.is_file()),
