@@ -393,3 +393,24 @@ async def test_a_new_version_that_imports_more_is_a_capability_change(setup, pin
             assert "it was not loaded" in change and "greet" in names and "spin" not in names
         else:
             assert "it is loaded" in change and "spin" in names
+
+
+async def test_over_http_the_journal_names_the_session(setup, tmp_path):
+    from conftest import HttpServer, http_session
+
+    setup.add("time")
+    log = tmp_path / "journal.jsonl"
+    setup.write_config(f'[journal]\npath = "{log}"\n')
+    srv = HttpServer(setup)
+    try:
+        async with http_session(srv.url, LEGACY) as c:
+            assert not (await c.call_tool("get_current_time", {"timezone": "UTC"})).is_error
+        async with http_session(srv.url, MODERN) as c:
+            assert not (await c.call_tool("get_current_time", {"timezone": "UTC"})).is_error
+    finally:
+        srv.stop()
+    await eventually(lambda: len(journal(log)) == 2)
+    legacy, modern = (e["client"] for e in journal(log))
+    assert legacy["transport"] == "http" and legacy["session"], legacy
+    assert modern["transport"] == "http" and "session" not in modern, modern
+    assert modern["name"].startswith("mcp"), modern
