@@ -79,17 +79,7 @@ impl Server {
             }
             None => command.argv.clone(),
         };
-        let stderr = match &command.stderr {
-            // Appended, so the stderr of every run of a benchmark is kept.
-            Some(path) => Stdio::from(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot open `{}` for stderr", path.display()))?,
-            ),
-            None => Stdio::null(),
-        };
+        let stderr = open_stderr(command.stderr.as_deref())?;
         let mut child = Command::new(program)
             .args(&argv[1..])
             .stdin(Stdio::piped())
@@ -439,6 +429,21 @@ impl CallTemplate {
         buf.extend_from_slice(id.to_string().as_bytes());
         buf.extend_from_slice(&self.suffix);
     }
+}
+
+/// Where a server's stderr goes: appended to `path` (so the stderr of every
+/// run of a benchmark is kept), or discarded.
+pub fn open_stderr(path: Option<&Path>) -> anyhow::Result<Stdio> {
+    Ok(match path {
+        Some(path) => Stdio::from(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open `{}` for stderr", path.display()))?,
+        ),
+        None => Stdio::null(),
+    })
 }
 
 /// A `tools/call` reply must have a `result` whose `isError` is not true.

@@ -1,14 +1,19 @@
-//! `toolcage-bench`: measures a real MCP server process over stdio.
+//! `toolcage-bench`: measures real MCP server processes over stdio and
+//! Streamable HTTP.
 //!
-//! It spawns the server command given after `--`, speaks raw
-//! newline-delimited JSON-RPC to it (`initialize` with protocol version
-//! `2025-11-25`, `notifications/initialized`, then requests) and times what
-//! the server does. The client is deliberately minimal and runs on one
-//! thread (each request is pre-encoded, one `write` per batch, one JSON
-//! parse per reply) so that it is not the bottleneck, and it needs no
-//! Python.
+//! It spawns the server command given after `--` and speaks MCP to it with
+//! a client of its own. Over stdio: raw newline-delimited JSON-RPC
+//! (`initialize` with protocol version `2025-11-25`,
+//! `notifications/initialized`, then requests). Over HTTP (`--http`, for
+//! `latency` and `throughput`): protocol `2026-07-28`, stateless, one
+//! `POST /mcp` per request over keep-alive HTTP/1.1 connections (hyper's
+//! client connection API, `TCP_NODELAY`); the server command must contain
+//! `{port}` where the port goes, and the benchmark picks a free loopback
+//! port. The client is deliberately minimal and runs on one thread (each
+//! request is pre-encoded but for its id, one JSON parse per reply) so that
+//! it is not the bottleneck, and it needs no Python.
 //!
-//! Four benchmarks, each over several runs with a fresh server per run:
+//! Benchmarks, each over several runs with a fresh server per run:
 //!
 //! - `latency`: sequential `tools/call`s (send, wait for the reply, send the
 //!   next) after a warm-up; per run p50/p90/p99/max in microseconds and
@@ -37,6 +42,25 @@
 //!   the median across runs of each. `bench.wasm` is removed after each
 //!   run.
 //!
+//! - `side-by-side`: several servers (`--server LABEL=CMD`, repeated)
+//!   and operations (`--op TOOL=JSON`) in one run: per round, latency then
+//!   pipelined throughput (and with `--startup`, start-up and idle memory)
+//!   of every server, the servers' order rotating between rounds; the
+//!   medians over rounds and each server's ratio to the first. The
+//!   reference filesystem server against toolcage; fuel on against off.
+//! - `copies`: not a measurement: N copies of a component, each with a
+//!   custom section appended so that its digest differs, optionally with
+//!   its tool names made distinct (`--rename`), for the many-tools
+//!   start-up.
+//! - `native` (with the `native` cargo feature): in-process, no transport:
+//!   `read_text_file` through toolcage's dispatcher, through the sandbox
+//!   alone, and as the fs tool's own Rust code run natively; see
+//!   `native.rs`.
+//!
+//! `tests/bench/run` builds everything in release mode and runs the whole
+//! set (docs/benchmarks.md has its figures); `tests/bench/smoke` is the
+//! seconds-long check in `tests/run` that the benchmark works.
+//!
 //! Every `tools/call` reply must have a `result` with `isError` not true, or
 //! the benchmark stops with the reply in the error. The server's stderr is
 //! discarded unless `--server-stderr FILE`. `--json` prints one JSON object
@@ -61,6 +85,8 @@
 //!     --args '{"time":"2026-07-01T12:00:00Z","timezone":"Asia/Tokyo"}' -- $SERVER
 //! target/release/toolcage-bench throughput --tool convert_timezone --in-flight 8 \
 //!     --args '{"time":"2026-07-01T12:00:00Z","timezone":"Asia/Tokyo"}' -- $SERVER
+//! target/release/toolcage-bench throughput --http --tool get_current_time --in-flight 64 \
+//!     -- $SERVER --http '127.0.0.1:{port}'
 //! target/release/toolcage-bench startup --idle-rss -- $SERVER     # warm cache
 //! target/release/toolcage-bench startup -- target/release/toolcage serve \
 //!     --tools /tmp/tc/tools --cache-dir '{fresh_dir}'              # cold cache
@@ -77,6 +103,11 @@
 //! Build the server in release mode: a debug build measures the debug build.
 
 mod client;
+mod compare;
+mod copies;
+mod http;
+#[cfg(feature = "native")]
+mod native;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -88,10 +119,12 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::client::{CallTemplate, Server, ServerCommand, TOOLS_LIST_CHANGED, proc_status_kib};
+use crate::http::{HttpRequest, HttpServer};
 use crate::stats::Latency;
 
-/// Measure an MCP server over stdio: call latency, pipelined throughput,
-/// startup time, hot-reload latency.
+/// Measure MCP servers over stdio and Streamable HTTP: call latency,
+/// throughput, start-up time, hot-reload latency, several servers side by
+/// side.
 #[derive(Debug, Parser)]
 #[command(name = "toolcage-bench", version)]
 struct Cli {
@@ -110,6 +143,94 @@ enum Command {
     /// Hot reload: time from a component file landing in the tools folder
     /// to the `notifications/tools/list_changed` it causes.
     Reload(ReloadArgs),
+    /// The same operations against several servers in one run, alternating:
+    /// latency, throughput, peak memory (and start-up), as ratios to the
+    /// first server.
+    SideBySide(SideBySideArgs),
+    /// Write N distinct copies of a component (for the many-tools start-up).
+    Copies(CopiesArgs),
+    /// In-process: `read_text_file` natively, in the sandbox, and through
+    /// the dispatcher (needs the `native` feature).
+    #[cfg(feature = "native")]
+    Native(NativeArgs),
+}
+
+#[derive(Debug, Args)]
+struct SideBySideArgs {
+    /// A server: `LABEL=COMMAND ARGS...` (split on whitespace, no quoting).
+    /// Repeat; ratios are to the first.
+    #[arg(long = "server", value_name = "LABEL=CMD", required = true)]
+    servers: Vec<String>,
+    /// An operation: `TOOL=JSON` arguments. Repeat.
+    #[arg(long = "op", value_name = "TOOL=JSON")]
+    ops: Vec<String>,
+    /// Timed sequential calls per latency run.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    calls: u64,
+    /// Untimed calls before each latency and throughput run.
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    /// Calls per throughput run (0: no throughput runs).
+    #[arg(long, default_value_t = 3000)]
+    throughput_calls: u64,
+    /// Requests in flight in the throughput runs (pipelined over stdio).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    in_flight: u32,
+    /// Rounds; each measures every server once per figure.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Also measure start-up (spawn to `tools/list`) and idle memory.
+    #[arg(long)]
+    startup: bool,
+    /// Append the servers' stderr to FILE [default: discard it].
+    #[arg(long, value_name = "FILE")]
+    server_stderr: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct CopiesArgs {
+    /// The component to copy.
+    #[arg(long, value_name = "FILE")]
+    component: PathBuf,
+    /// How many copies.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    count: u32,
+    /// A tool name in the component to make distinct in each copy (same
+    /// length, ending in the copy's index). Repeat for several.
+    #[arg(long, value_name = "NAME")]
+    rename: Vec<String>,
+    /// The folder to write `copy-NN.wasm` into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[cfg(feature = "native")]
+#[derive(Debug, Args)]
+struct NativeArgs {
+    /// The tools folder holding the fs tool component.
+    #[arg(long, value_name = "DIR")]
+    tools: PathBuf,
+    /// The compile cache folder.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: PathBuf,
+    /// The file `read_text_file` reads (its folder is granted read-only).
+    #[arg(long, value_name = "FILE")]
+    file: PathBuf,
+    /// Timed calls per way per run.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    calls: u64,
+    /// Untimed calls per way before them.
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Runs.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +247,8 @@ struct LatencyArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     #[command(flatten)]
+    transport: TransportOpts,
+    #[command(flatten)]
     server: ServerOpts,
 }
 
@@ -136,7 +259,8 @@ struct ThroughputArgs {
     /// Timed calls per run.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
     calls: u64,
-    /// Requests outstanding at any time.
+    /// Requests outstanding at any time (over HTTP: that many connections,
+    /// each with one request outstanding).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     in_flight: u32,
     /// Untimed calls per run (pipelined the same way) before the timed ones.
@@ -146,7 +270,18 @@ struct ThroughputArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     #[command(flatten)]
+    transport: TransportOpts,
+    #[command(flatten)]
     server: ServerOpts,
+}
+
+#[derive(Debug, Args)]
+struct TransportOpts {
+    /// Speak Streamable HTTP (protocol 2026-07-28, stateless) instead of
+    /// stdio. The server command must contain `{port}` where the port
+    /// goes (`--http 127.0.0.1:{port}`); the benchmark picks a free one.
+    #[arg(long)]
+    http: bool,
 }
 
 #[derive(Debug, Args)]
@@ -242,6 +377,25 @@ impl CallOpts {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // These are not async, or bring a runtime of their own.
+    let result = match cli.command {
+        Command::Copies(args) => copies(&args),
+        #[cfg(feature = "native")]
+        Command::Native(args) => native::run(native::NativePlan {
+            tools_dir: args.tools,
+            cache_dir: args.cache_dir,
+            file: args.file,
+            calls: args.calls,
+            warmup: args.warmup,
+            runs: args.runs,
+            json: args.json,
+        }),
+        command => return run_async(command),
+    };
+    finish(result)
+}
+
+fn run_async(command: Command) -> ExitCode {
     // One thread: the client's work per message is tiny, and on a small
     // machine every other core is better left to the server under test.
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -255,13 +409,22 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Latency(args) => latency(args).await,
             Command::Throughput(args) => throughput(args).await,
             Command::Startup(args) => startup(args).await,
             Command::Reload(args) => reload(args).await,
+            Command::SideBySide(args) => side_by_side(args).await,
+            // Handled in `main`.
+            Command::Copies(_) => Ok(()),
+            #[cfg(feature = "native")]
+            Command::Native(_) => Ok(()),
         }
     });
+    finish(result)
+}
+
+fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -301,9 +464,13 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
     let command = args.server.command();
     let mut runs = Vec::new();
     for run in 1..=args.runs {
-        let result = latency_run(&command, &args.call.tool, &call, args.calls, args.warmup)
-            .await
-            .with_context(|| format!("latency run {run}"))?;
+        let result = if args.transport.http {
+            let call = HttpRequest::call(&args.call.tool, &arguments)?;
+            http_latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
+        } else {
+            latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
+        };
+        let result = result.with_context(|| format!("latency run {run}"))?;
         runs.push(result);
     }
     let median_of = |f: &dyn Fn(&LatencyRun) -> f64| {
@@ -330,6 +497,7 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
             .collect();
         return print_json(&json!({
             "benchmark": "latency",
+            "transport": transport_name(&args.transport),
             "server": args.server.server,
             "tool": args.call.tool,
             "arguments": arguments,
@@ -344,7 +512,8 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
         }));
     }
     println!(
-        "latency: `{}`, {} sequential calls after {} warm-up, {} runs\nserver: {}\n",
+        "latency over {}: `{}`, {} sequential calls after {} warm-up, {} runs\nserver: {}\n",
+        transport_name(&args.transport),
         args.call.tool,
         args.calls,
         args.warmup,
@@ -418,16 +587,29 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
     let in_flight = usize::try_from(args.in_flight).context("--in-flight is too large")?;
     let mut runs = Vec::new();
     for run in 1..=args.runs {
-        let result = throughput_run(
-            &command,
-            &args.call.tool,
-            &call,
-            args.calls,
-            args.warmup,
-            in_flight,
-        )
-        .await
-        .with_context(|| format!("throughput run {run}"))?;
+        let result = if args.transport.http {
+            let call = HttpRequest::call(&args.call.tool, &arguments)?;
+            http_throughput_run(
+                &command,
+                &args.call.tool,
+                &call,
+                args.calls,
+                args.warmup,
+                in_flight,
+            )
+            .await
+        } else {
+            throughput_run(
+                &command,
+                &args.call.tool,
+                &call,
+                args.calls,
+                args.warmup,
+                in_flight,
+            )
+            .await
+        };
+        let result = result.with_context(|| format!("throughput run {run}"))?;
         runs.push(result);
     }
     let rates: Vec<f64> = runs.iter().map(|r| r.calls_per_s).collect();
@@ -457,6 +639,7 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
             .collect();
         return print_json(&json!({
             "benchmark": "throughput",
+            "transport": transport_name(&args.transport),
             "server": args.server.server,
             "tool": args.call.tool,
             "arguments": arguments,
@@ -469,7 +652,8 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
         }));
     }
     println!(
-        "throughput: `{}`, {} calls with {} in flight after {} warm-up, {} runs\nserver: {}\n",
+        "throughput over {}: `{}`, {} calls with {} in flight after {} warm-up, {} runs\nserver: {}\n",
+        transport_name(&args.transport),
         args.call.tool,
         args.calls,
         args.in_flight,
@@ -518,6 +702,84 @@ async fn throughput_run(
         calls_per_s: calls as f64 / elapsed.as_secs_f64(),
         peak_rss_kib,
     })
+}
+
+/// Start an HTTP server and check that it serves `tool`.
+async fn start_http_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<HttpServer> {
+    let server = HttpServer::spawn(command).await?;
+    let tools = server.connect().await?.list_tools().await?;
+    if !tools.iter().any(|t| t == tool) {
+        bail!(
+            "the server does not serve `{tool}`; it serves: {}",
+            if tools.is_empty() {
+                "nothing".to_owned()
+            } else {
+                tools.join(", ")
+            }
+        );
+    }
+    Ok(server)
+}
+
+/// Sequential calls over one keep-alive connection.
+async fn http_latency_run(
+    command: &ServerCommand,
+    tool: &str,
+    call: &HttpRequest,
+    calls: u64,
+    warmup: u64,
+) -> anyhow::Result<LatencyRun> {
+    let server = start_http_with_tool(command, tool).await?;
+    let mut connection = server.connect().await?;
+    for _ in 0..warmup {
+        connection
+            .timed_call(call)
+            .await
+            .context("during the warm-up")?;
+    }
+    let capacity = usize::try_from(calls).context("too many calls")?;
+    let mut samples = Vec::with_capacity(capacity);
+    let start = Instant::now();
+    for _ in 0..calls {
+        samples.push(nanos(connection.timed_call(call).await?));
+    }
+    let total = start.elapsed();
+    drop(connection);
+    server.shutdown().await?;
+    let latency = Latency::from_samples(&mut samples).context("no samples")?;
+    Ok(LatencyRun {
+        latency,
+        calls_per_s: calls as f64 / total.as_secs_f64(),
+    })
+}
+
+/// `in_flight` connections, each with one call outstanding.
+async fn http_throughput_run(
+    command: &ServerCommand,
+    tool: &str,
+    call: &HttpRequest,
+    calls: u64,
+    warmup: u64,
+    in_flight: usize,
+) -> anyhow::Result<ThroughputRun> {
+    let server = start_http_with_tool(command, tool).await?;
+    if warmup > 0 {
+        http::concurrent(&server, call, warmup, in_flight)
+            .await
+            .context("during the warm-up")?;
+    }
+    let elapsed = http::concurrent(&server, call, calls, in_flight).await?;
+    let peak_rss_kib = server.peak_rss_kib();
+    server.shutdown().await?;
+    Ok(ThroughputRun {
+        elapsed,
+        calls_per_s: calls as f64 / elapsed.as_secs_f64(),
+        peak_rss_kib,
+    })
+}
+
+fn transport_name(transport: &TransportOpts) -> &'static str {
+    if transport.http { "http" } else { "stdio" }
 }
 
 // ---------------------------------------------------------------- startup
@@ -826,6 +1088,44 @@ async fn drain_notifications(server: &mut Server, period: Duration) -> anyhow::R
         count += 1;
     }
     Ok(count)
+}
+
+// ----------------------------------------------------------- side by side
+
+async fn side_by_side(args: SideBySideArgs) -> anyhow::Result<()> {
+    let contenders = args
+        .servers
+        .iter()
+        .map(|s| compare::Contender::parse(s, args.server_stderr.as_deref()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let operations = args
+        .ops
+        .iter()
+        .map(|o| compare::Operation::parse(o))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let plan = compare::Plan {
+        rounds: args.rounds,
+        calls: args.calls,
+        warmup: args.warmup,
+        throughput_calls: args.throughput_calls,
+        in_flight: usize::try_from(args.in_flight).context("--in-flight is too large")?,
+        startup: args.startup,
+    };
+    compare::side_by_side(&contenders, &operations, &plan, args.json).await
+}
+
+// ----------------------------------------------------------------- copies
+
+fn copies(args: &CopiesArgs) -> anyhow::Result<()> {
+    copies::check_names(&args.rename)?;
+    let written = copies::write_copies(&args.component, args.count, &args.rename, &args.out)?;
+    println!(
+        "wrote {} copies of `{}` to `{}`",
+        written.len(),
+        args.component.display(),
+        args.out.display()
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------- output
