@@ -471,18 +471,22 @@ impl ServerHandler for McpServer {
             };
             (services::shared(peer_services), None)
         };
-        let (events, forwarder) = EventForwarder::start(
+        // The forwarder's task starts with the first event worth sending:
+        // most calls send none, and a task per call is a thread hand-off
+        // per call.
+        let forwarder = EventForwarder::new(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
             self.wanted_log_level(&ctx),
         );
+        let events = forwarder.sink();
         let result = self
             .dispatcher
             .call(
                 &request.name,
                 request.arguments,
                 CallContext {
-                    events: Some(events),
+                    events,
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
                     services: Some(services),
@@ -492,7 +496,7 @@ impl ServerHandler for McpServer {
             .await;
         // The sink's last clone went with the call's store; wait until every
         // notification it queued is written, so none trails the response.
-        let _ = forwarder.await;
+        forwarder.finish().await;
         match result {
             Ok(mut output) => match (output.input_required.take(), &replay) {
                 (Some(pending), Some((digest, answers))) => {
@@ -773,64 +777,116 @@ fn to_mcp_content(item: Content) -> ContentBlock {
 }
 
 /// Turns a call's [`GuestEvent`]s into notifications to its client.
-struct EventForwarder;
+struct EventForwarder {
+    inner: Arc<ForwarderInner>,
+}
+
+struct ForwarderInner {
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    min_level: Option<LogLevel>,
+    /// The queue to the draining task and the task, once an event needed it.
+    running: std::sync::Mutex<
+        Option<(
+            mpsc::UnboundedSender<GuestEvent>,
+            tokio::task::JoinHandle<()>,
+        )>,
+    >,
+}
 
 impl EventForwarder {
-    /// A sink for the sandbox and the task that drains it. The task ends
-    /// once every clone of the sink is dropped.
-    fn start(
+    fn new(
         peer: Peer<RoleServer>,
         progress_token: Option<ProgressToken>,
         min_level: Option<LogLevel>,
-    ) -> (crate::sandbox::EventSink, tokio::task::JoinHandle<()>) {
-        let (tx, mut rx) = mpsc::unbounded_channel::<GuestEvent>();
-        let sink: crate::sandbox::EventSink = Arc::new(move |event| {
-            // The receiver lives until every sender is gone; an error here
-            // means the client went away, and the event is moot.
-            let _ = tx.send(event);
-        });
-        let task = tokio::spawn(async move {
-            let mut last_progress = f64::NEG_INFINITY;
-            while let Some(event) = rx.recv().await {
-                match event {
-                    GuestEvent::Log { level, message } => {
-                        if min_level.is_some_and(|min| level >= min) {
-                            let param = LoggingMessageNotificationParam::new(
-                                to_mcp_level(level),
-                                serde_json::Value::String(message),
-                            )
-                            .with_logger("tool");
-                            let _ = tokio::time::timeout(
-                                NOTIFY_TIMEOUT,
-                                peer.notify_logging_message(param),
-                            )
-                            .await;
-                        }
-                    }
-                    GuestEvent::Progress {
-                        done,
-                        total,
-                        message,
-                    } => {
-                        // MCP requires progress to increase; drop reports
-                        // that do not.
-                        let Some(token) = &progress_token else {
-                            continue;
-                        };
-                        if done <= last_progress {
-                            continue;
-                        }
-                        last_progress = done;
-                        let mut param = ProgressNotificationParam::new(token.clone(), done);
-                        param.total = total;
-                        param.message = message;
-                        let _ =
-                            tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_progress(param)).await;
-                    }
-                }
+    ) -> Self {
+        EventForwarder {
+            inner: Arc::new(ForwarderInner {
+                peer,
+                progress_token,
+                min_level,
+                running: std::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The sink for the sandbox: drops what the client did not ask for,
+    /// queues the rest (never blocks), starting the task on first use.
+    fn sink(&self) -> Option<crate::sandbox::EventSink> {
+        let inner = &self.inner;
+        if inner.progress_token.is_none() && inner.min_level.is_none() {
+            return None;
+        }
+        let inner = Arc::clone(inner);
+        Some(Arc::new(move |event: GuestEvent| {
+            let wanted = match &event {
+                GuestEvent::Log { level, .. } => inner.min_level.is_some_and(|min| *level >= min),
+                GuestEvent::Progress { .. } => inner.progress_token.is_some(),
+            };
+            if !wanted {
+                return;
             }
-        });
-        (sink, task)
+            let Ok(mut running) = inner.running.lock() else {
+                return;
+            };
+            let (tx, _) = running.get_or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let task =
+                    tokio::spawn(drain(inner.peer.clone(), inner.progress_token.clone(), rx));
+                (tx, task)
+            });
+            // An error means the client went away; the event is moot.
+            let _ = tx.send(event);
+        }))
+    }
+
+    /// Wait until every queued notification is written, so none trails the
+    /// response.
+    async fn finish(self) {
+        let running = self.inner.running.lock().ok().and_then(|mut r| r.take());
+        if let Some((tx, task)) = running {
+            drop(tx);
+            let _ = task.await;
+        }
+    }
+}
+
+async fn drain(
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    mut rx: mpsc::UnboundedReceiver<GuestEvent>,
+) {
+    let mut last_progress = f64::NEG_INFINITY;
+    while let Some(event) = rx.recv().await {
+        match event {
+            GuestEvent::Log { level, message } => {
+                let param = LoggingMessageNotificationParam::new(
+                    to_mcp_level(level),
+                    serde_json::Value::String(message),
+                )
+                .with_logger("tool");
+                let _ =
+                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_logging_message(param)).await;
+            }
+            GuestEvent::Progress {
+                done,
+                total,
+                message,
+            } => {
+                // MCP requires progress to increase; drop reports that do not.
+                let Some(token) = &progress_token else {
+                    continue;
+                };
+                if done <= last_progress {
+                    continue;
+                }
+                last_progress = done;
+                let mut param = ProgressNotificationParam::new(token.clone(), done);
+                param.total = total;
+                param.message = message;
+                let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_progress(param)).await;
+            }
+        }
     }
 }
 
