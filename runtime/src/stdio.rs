@@ -32,9 +32,21 @@ pub struct LineTransport {
 }
 
 impl LineTransport {
-    /// Over the process's stdin and stdout.
+    /// Over the process's stdin and stdout. When they are pipes (as MCP
+    /// clients start servers), they are read and written non-blocking on the
+    /// runtime's own threads: `tokio::io::stdin`/`stdout` do every read and
+    /// write on the blocking pool, a thread hand-off each way per message.
+    /// Anything else (a terminal, a file, a socket) goes through those.
     pub fn stdio() -> Self {
-        LineTransport::new(tokio::io::stdin(), tokio::io::stdout())
+        let reader: Box<dyn AsyncRead + Send + Unpin> = match pipe_reader() {
+            Some(pipe) => Box::new(pipe),
+            None => Box::new(tokio::io::stdin()),
+        };
+        let writer: Box<dyn AsyncWrite + Send + Unpin> = match pipe_writer() {
+            Some(pipe) => Box::new(pipe),
+            None => Box::new(tokio::io::stdout()),
+        };
+        LineTransport::new(reader, writer)
     }
 
     /// Over any reader and writer (tests use pipes).
@@ -100,6 +112,29 @@ impl LineTransport {
     }
 }
 
+/// Stdin as a non-blocking pipe, if it is a pipe.
+fn pipe_reader() -> Option<tokio::net::unix::pipe::Receiver> {
+    use std::os::fd::AsFd as _;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    // Fails (and we fall back) unless it is a FIFO open for reading.
+    tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(fd)).ok()
+}
+
+/// Stdout as a non-blocking pipe, if it is a pipe that is not also stderr
+/// (non-blocking is a property of the open pipe, and log lines written to
+/// a shared one could then be cut short).
+fn pipe_writer() -> Option<tokio::net::unix::pipe::Sender> {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let err = std::fs::File::from(std::io::stderr().as_fd().try_clone_to_owned().ok()?);
+    let (out_meta, err_meta) = (out.metadata().ok()?, err.metadata().ok()?);
+    if (out_meta.dev(), out_meta.ino()) == (err_meta.dev(), err_meta.ino()) {
+        return None;
+    }
+    tokio::net::unix::pipe::Sender::from_file(out).ok()
+}
+
 enum LineRead {
     Line,
     TooLong,
@@ -150,15 +185,19 @@ async fn read_line(
 }
 
 fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        .to_string()
-        .into_bytes()
+    let mut line =
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            .to_string()
+            .into_bytes();
+    line.push(b'\n');
+    line
 }
 
-async fn write_line(writer: &Writer, bytes: &[u8]) -> std::io::Result<()> {
+/// Write `line` (which ends with `\n`) whole, under the lock: one write
+/// call for the usual small message.
+async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
     let mut out = writer.lock().await;
-    out.write_all(bytes).await?;
-    out.write_all(b"\n").await?;
+    out.write_all(line).await?;
     out.flush().await
 }
 
@@ -171,8 +210,9 @@ impl Transport<RoleServer> for LineTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
         async move {
-            let bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            write_line(&writer, &bytes).await
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            write_line(&writer, &line).await
         }
     }
 
