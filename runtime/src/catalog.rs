@@ -452,32 +452,16 @@ pub async fn load_file(
             })
             .await
         };
-        let added: Vec<String> = match imports {
-            Ok(Ok(imports)) => imports
-                .into_iter()
-                .filter(|i| !good.component.imports.contains(i))
-                .collect(),
+        let added = match &imports {
+            Ok(Ok(imports)) => added_imports(imports, &good.component.imports),
             _ => Vec::new(),
         };
-        let reason = if added.is_empty() {
-            reason
-        } else {
-            format!("{reason}; it also asks for more: {}", added.join(", "))
-        };
-        let mut load = fallback(last_good, Some(digest), reason, pins);
-        load.capability_change = added;
-        return Some(load);
+        return Some(refused_update(last_good, digest, reason, added, pins));
     }
     match compile_and_describe(sandbox, path, bytes, &digest).await {
         Ok((file, from_cache)) => {
-            let added: Vec<String> = match &last_good {
-                Some(good) => file
-                    .component
-                    .imports
-                    .iter()
-                    .filter(|i| !good.component.imports.contains(i))
-                    .cloned()
-                    .collect(),
+            let added = match &last_good {
+                Some(good) => added_imports(&file.component.imports, &good.component.imports),
                 None => Vec::new(),
             };
             if !added.is_empty() {
@@ -488,14 +472,7 @@ pub async fn load_file(
                 );
             }
             if let Some(reason) = pin_mismatch(&file, pins) {
-                let reason = if added.is_empty() {
-                    reason
-                } else {
-                    format!("{reason}; it also asks for more: {}", added.join(", "))
-                };
-                let mut load = fallback(last_good, Some(digest), reason, pins);
-                load.capability_change = added;
-                return Some(load);
+                return Some(refused_update(last_good, digest, reason, added, pins));
             }
             Some(FileLoad {
                 digest: Some(digest),
@@ -507,6 +484,30 @@ pub async fn load_file(
         }
         Err(reason) => Some(fallback(last_good, Some(digest), reason, pins)),
     }
+}
+
+/// The imports in `new` that are not in `old`.
+fn added_imports(new: &[String], old: &[String]) -> Vec<String> {
+    new.iter().filter(|i| !old.contains(i)).cloned().collect()
+}
+
+/// A new version refused (for `reason`, which asked for `added` on top of
+/// the last good version's imports): the last good version if any.
+fn refused_update(
+    last_good: Option<LoadedFile>,
+    digest: String,
+    reason: String,
+    added: Vec<String>,
+    pins: &BTreeMap<String, String>,
+) -> FileLoad {
+    let reason = if added.is_empty() {
+        reason
+    } else {
+        format!("{reason}; it also asks for more: {}", added.join(", "))
+    };
+    let mut load = fallback(last_good, Some(digest), reason, pins);
+    load.capability_change = added;
+    load
 }
 
 /// Why `file` may not serve under `pins`, if it may not.

@@ -961,7 +961,7 @@ fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>
 }
 
 /// A tool name as a TOML key: bare if it can be, quoted otherwise.
-fn toml_key(name: &str) -> String {
+pub fn toml_key(name: &str) -> String {
     if !name.is_empty()
         && name
             .chars()

@@ -100,15 +100,7 @@ impl Journal {
     pub fn open(config: JournalConfig) -> Journal {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
-        let mut writer = Writer {
-            config: config.clone(),
-            file: None,
-            size: 0,
-            failing_since: None,
-            last_report: None,
-            lost: 0,
-            dropped: Arc::clone(&dropped),
-        };
+        let mut writer = Writer::new(config.clone(), Arc::clone(&dropped));
         // Open now, so a bad path is reported at start-up, not at the first
         // call.
         writer.ensure_open();
@@ -245,6 +237,18 @@ struct Writer {
 }
 
 impl Writer {
+    fn new(config: JournalConfig, dropped: Arc<AtomicU64>) -> Self {
+        Writer {
+            config,
+            file: None,
+            size: 0,
+            failing_since: None,
+            last_report: None,
+            lost: 0,
+            dropped,
+        }
+    }
+
     fn run(mut self, rx: Receiver<Vec<u8>>) {
         while let Ok(first) = rx.recv() {
             // Batch what has queued up into one write.
@@ -450,6 +454,10 @@ mod tests {
         }
     }
 
+    fn writer(config: JournalConfig) -> Writer {
+        Writer::new(config, Arc::default())
+    }
+
     fn entry<'a>(
         arguments: &'a Value,
         client: &'a ClientId,
@@ -515,15 +523,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir");
         let path = dir.join("j.jsonl");
-        let mut writer = Writer {
-            config: config(path.clone(), 100, 2),
-            file: None,
-            size: 0,
-            failing_since: None,
-            last_report: None,
-            lost: 0,
-            dropped: Arc::default(),
-        };
+        let mut writer = writer(config(path.clone(), 100, 2));
         for i in 0..10 {
             writer.write(format!("{{\"n\":{i:040}}}\n").as_bytes(), 1);
         }
@@ -543,15 +543,7 @@ mod tests {
 
     #[test]
     fn an_unwritable_journal_loses_lines_but_never_fails() {
-        let mut writer = Writer {
-            config: config(PathBuf::from("/proc/toolcage-no/j.jsonl"), 100, 2),
-            file: None,
-            size: 0,
-            failing_since: None,
-            last_report: None,
-            lost: 0,
-            dropped: Arc::default(),
-        };
+        let mut writer = writer(config(PathBuf::from("/proc/toolcage-no/j.jsonl"), 100, 2));
         writer.write(b"{}\n", 1);
         writer.write(b"{}\n", 1);
         assert_eq!(writer.lost, 2);

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolcage::catalog::{FileStatus, LoadedTool};
-use toolcage::config::{Config, Grant, expand_tilde};
+use toolcage::config::{Config, Grant, expand_tilde, toml_key};
 use toolcage::dispatch::CallContext;
 use toolcage::journal::ClientId;
 use toolcage::sandbox::{
@@ -568,19 +568,6 @@ impl ClientServices for Terminal {
                 _ => Ok(ElicitAnswer::Decline),
             }
         })
-    }
-}
-
-/// A tool name as a TOML key: bare if it can be, quoted otherwise.
-fn toml_key(name: &str) -> String {
-    if !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
     }
 }
 

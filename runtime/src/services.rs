@@ -199,9 +199,14 @@ impl ReplayServices {
     }
 }
 
-impl ClientServices for ReplayServices {
-    fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
-        let key = self.next_key(true);
+impl ReplayServices {
+    /// The answer already given to question `key`, or stop to ask it.
+    fn elicit_keyed(
+        &self,
+        key: String,
+        message: String,
+        schema: Value,
+    ) -> ServiceFuture<ElicitAnswer> {
         let outcome = if !self.capabilities.elicit {
             Err(cannot("elicitation"))
         } else {
@@ -215,22 +220,17 @@ impl ClientServices for ReplayServices {
         };
         Box::pin(async move { outcome })
     }
+}
+
+impl ClientServices for ReplayServices {
+    fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
+        let key = self.next_key(true);
+        self.elicit_keyed(key, message, schema)
+    }
 
     fn confirm(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
         // Its own key, so the guest's questions keep theirs.
-        let key = crate::dispatch::CONFIRM_KEY.to_owned();
-        let outcome = if !self.capabilities.elicit {
-            Err(cannot("elicitation"))
-        } else {
-            match self.answers.get(&key) {
-                Some(answer) => parse_elicit_result(answer),
-                None => Err(ServiceError::InputRequired(PendingInput {
-                    key,
-                    ask: PendingAsk::Elicit { message, schema },
-                })),
-            }
-        };
-        Box::pin(async move { outcome })
+        self.elicit_keyed(crate::dispatch::CONFIRM_KEY.to_owned(), message, schema)
     }
 
     fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer> {

@@ -185,10 +185,9 @@ async fn read_line(
 }
 
 fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
-    let mut line =
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-            .to_string()
-            .into_bytes();
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes();
     line.push(b'\n');
     line
 }

@@ -136,6 +136,21 @@ async def session(s: Setup, era: str, **kwargs):
                 yield client
 
 
+def read_journal(path: Path) -> list[dict]:
+    """The call journal's lines, parsed (none if it does not exist yet)."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def until(predicate, timeout: float = 20):
+    """Wait until `predicate()` is true (the journal is written by its own
+    thread, a little after the result)."""
+    import anyio
+
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.05)
+
+
 def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 

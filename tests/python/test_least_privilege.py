@@ -16,7 +16,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, stdio_client
 
-from conftest import ERAS, GUESTS, GUEST_FILES, LEGACY, MODERN, session, text_of
+from conftest import ERAS, GUESTS, GUEST_FILES, LEGACY, MODERN, read_journal, session, text_of, until
 
 pytestmark = pytest.mark.anyio
 
@@ -48,16 +48,6 @@ async def client(setup, era, **callbacks):
         ) as c:
             assert c.protocol_version == MODERN
             yield c
-
-
-def journal(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-async def eventually(predicate, timeout: float = 20):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.05)
 
 
 def sha256(path: Path) -> str:
@@ -112,10 +102,10 @@ async def test_a_destructive_call_runs_only_once_the_user_confirms(setup, data, 
     assert not (data / "victim.txt").exists()
     assert len(accepted.asked) == 1
 
-    await eventually(lambda: any(e["outcome"] == "ok" and e["tool"] == "delete_file" for e in journal(log)))
-    outcomes = [(e["tool"], e["outcome"]) for e in journal(log)]
+    await until(lambda: any(e["outcome"] == "ok" and e["tool"] == "delete_file" for e in read_journal(log)))
+    outcomes = [(e["tool"], e["outcome"]) for e in read_journal(log)]
     assert ("delete_file", "refused") in outcomes
-    refused = next(e for e in journal(log) if e["outcome"] == "refused")
+    refused = next(e for e in read_journal(log) if e["outcome"] == "refused")
     assert "declined" in refused["message"]
 
 
@@ -190,8 +180,8 @@ API_KEY = {{ file = "{secret_file}" }}
         with pytest.raises(Exception):
             await c.call_tool("no_such_tool", {"password": "hunter2"})
 
-    await eventually(lambda: len(journal(log)) >= 5)
-    entries = journal(log)
+    await until(lambda: len(read_journal(log)) >= 5)
+    entries = read_journal(log)
     by_tool = {}
     for e in entries:
         by_tool.setdefault(e["tool"], []).append(e)
@@ -233,8 +223,8 @@ async def test_digest_mode_records_no_arguments(setup, tmp_path):
     setup.write_config(f'[journal]\npath = "{log}"\narguments = "digest"\n')
     async with session(setup, LEGACY) as c:
         await c.call_tool("get_current_time", {"timezone": "Europe/Paris"})
-    await eventually(lambda: len(journal(log)) == 1)
-    (entry,) = journal(log)
+    await until(lambda: len(read_journal(log)) == 1)
+    (entry,) = read_journal(log)
     assert "arguments" not in entry
     assert entry["arguments_sha256"] == hashlib.sha256(b'{"timezone":"Europe/Paris"}').hexdigest()
 
@@ -363,7 +353,7 @@ async def test_a_pinned_tool_keeps_its_version_until_the_operator_moves_the_pin(
         part = setup.tools_dir / "versioned.part"
         part.write_bytes(v2_bytes)
         part.rename(v1)
-        await eventually(lambda: any("pinned" in w for w in warnings.seen))
+        await until(lambda: any("pinned" in w for w in warnings.seen))
         assert await which(c) == "v1"
         # The operator accepts v2 by pinning it.
         setup.write_config(f'[tools.which_version]\npin = "sha256:{hashlib.sha256(v2_bytes).hexdigest()}"\n')
@@ -385,7 +375,7 @@ async def test_a_new_version_that_imports_more_is_a_capability_change(setup, pin
         part = setup.tools_dir / "tool.part"
         shutil.copyfile(GUESTS / GUEST_FILES["misbehave"], part)
         part.rename(target)
-        await eventually(lambda: any("capability change" in w for w in warnings.seen))
+        await until(lambda: any("capability change" in w for w in warnings.seen))
         change = next(w for w in warnings.seen if "capability change" in w)
         assert "wasi:http/outgoing-handler" in change
         names = {t.name for t in (await c.list_tools()).tools}
@@ -409,8 +399,8 @@ async def test_over_http_the_journal_names_the_session(setup, tmp_path):
             assert not (await c.call_tool("get_current_time", {"timezone": "UTC"})).is_error
     finally:
         srv.stop()
-    await eventually(lambda: len(journal(log)) == 2)
-    legacy, modern = (e["client"] for e in journal(log))
+    await until(lambda: len(read_journal(log)) == 2)
+    legacy, modern = (e["client"] for e in read_journal(log))
     assert legacy["transport"] == "http" and legacy["session"], legacy
     assert modern["transport"] == "http" and "session" not in modern, modern
     assert modern["name"].startswith("mcp"), modern

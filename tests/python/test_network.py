@@ -6,27 +6,14 @@ it; raw sockets and name lookup stay denied even with HTTP granted."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
-import anyio
 import pytest
 
-from conftest import ERAS, LEGACY, session, text_of
+from conftest import ERAS, LEGACY, read_journal, session, text_of, until
 from openmeteo_server import OpenMeteoServer, expected_day, openmeteo  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.anyio
-
-
-def journal(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-async def eventually(predicate, timeout: float = 20):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.05)
 
 
 def weather_config(api: OpenMeteoServer, grant: str | None = None) -> str:
@@ -146,8 +133,8 @@ network = ["localhost:{openmeteo.port}"]
             assert lookup.is_error, text_of(lookup)
             assert other.requests == []
 
-        await eventually(lambda: sum(1 for e in journal(log) if e["tool"] == "fetch") == 7)
-        fetches = [e for e in journal(log) if e["tool"] == "fetch"]
+        await until(lambda: sum(1 for e in read_journal(log) if e["tool"] == "fetch") == 7)
+        fetches = [e for e in read_journal(log) if e["tool"] == "fetch"]
         assert fetches[0]["network"]["requests"] == 1 and fetches[0]["network"]["bytes_received"] > 0
         refused = [r for e in fetches for r in e.get("network", {}).get("refused", [])]
         assert f"127.0.0.1:{openmeteo.port}: not granted" in refused
