@@ -201,7 +201,9 @@ impl Dispatcher {
         // the journal if there is one.
         let record =
             |digest: &str, outcome: &str, message: Option<&str>, run: Option<&RunFacts>| {
-                tracing::info!(
+                // Debug: the journal is the record operators keep; a log line
+                // per call at info would cost every call a write to stderr.
+                tracing::debug!(
                     target: "toolcage::audit",
                     tool = %name,
                     digest = %digest,
@@ -575,7 +577,7 @@ fn audit<T>(kind: &str, key: &str, digest: &str, started: Instant, result: &Resu
         Ok(_) => "ok".to_owned(),
         Err(error) => format!("error: {}", first_line(&error.to_string())),
     };
-    tracing::info!(
+    tracing::debug!(
         target: "toolcage::audit",
         kind,
         key,
