@@ -83,6 +83,14 @@ impl LineTransport {
                 if text.is_empty() {
                     continue;
                 }
+                // The usual case, a valid message, is parsed once; only a
+                // line that is not one is parsed again to say why.
+                if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+                    if tx.send(message).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 let reply = match serde_json::from_slice::<Value>(text) {
                     Err(error) => {
                         error_reply(Value::Null, -32700, &format!("parse error: {error}"))
@@ -90,6 +98,8 @@ impl LineTransport {
                     Ok(value) => {
                         let id = value.get("id").cloned().unwrap_or(Value::Null);
                         match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+                            // Parsed from a value but not from the text: a
+                            // duplicate key, say. Take it as the value reads.
                             Ok(message) => {
                                 if tx.send(message).await.is_err() {
                                     break;
