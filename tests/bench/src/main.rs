@@ -53,7 +53,7 @@
 //!   its tool names made distinct (`--rename`), for the many-tools
 //!   start-up.
 //! - `native` (with the `native` cargo feature): in-process, no transport:
-//!   `read_text_file` through toolcage's dispatcher, through the sandbox
+//!   fs tool operations through toolcage's dispatcher, through the sandbox
 //!   alone, and as the fs tool's own Rust code run natively; see
 //!   `native.rs`.
 //!
@@ -149,7 +149,7 @@ enum Command {
     SideBySide(SideBySideArgs),
     /// Write N distinct copies of a component (for the many-tools start-up).
     Copies(CopiesArgs),
-    /// In-process: `read_text_file` natively, in the sandbox, and through
+    /// In-process: fs tool operations natively, in the sandbox, and through
     /// the dispatcher (needs the `native` feature).
     #[cfg(feature = "native")]
     Native(NativeArgs),
@@ -216,9 +216,12 @@ struct NativeArgs {
     /// The compile cache folder.
     #[arg(long, value_name = "DIR")]
     cache_dir: PathBuf,
-    /// The file `read_text_file` reads (its folder is granted read-only).
-    #[arg(long, value_name = "FILE")]
-    file: PathBuf,
+    /// The folder granted read-only (the native tool's root).
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// An operation: `TOOL=JSON` arguments (a tool of the fs tool). Repeat.
+    #[arg(long = "op", value_name = "TOOL=JSON", required = true)]
+    ops: Vec<String>,
     /// Timed calls per way per run.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     calls: u64,
@@ -381,15 +384,23 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Copies(args) => copies(&args),
         #[cfg(feature = "native")]
-        Command::Native(args) => native::run(native::NativePlan {
-            tools_dir: args.tools,
-            cache_dir: args.cache_dir,
-            file: args.file,
-            calls: args.calls,
-            warmup: args.warmup,
-            runs: args.runs,
-            json: args.json,
-        }),
+        Command::Native(args) => args
+            .ops
+            .iter()
+            .map(|o| compare::Operation::parse(o).map(|op| (op.tool, op.arguments)))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|ops| {
+                native::run(native::NativePlan {
+                    tools_dir: args.tools,
+                    cache_dir: args.cache_dir,
+                    root: args.root,
+                    ops,
+                    calls: args.calls,
+                    warmup: args.warmup,
+                    runs: args.runs,
+                    json: args.json,
+                })
+            }),
         command => return run_async(command),
     };
     finish(result)

@@ -1,7 +1,8 @@
 //! `native`: what the sandbox itself costs, in-process, with no transport.
 //!
-//! Three ways to run the same `read_text_file` call on the same file, in
-//! one process, timed per call, alternating in blocks:
+//! Three ways to run the same call (a fs tool operation, such as
+//! `read_text_file` on a 1 KiB file), in one process, timed per call, in
+//! blocks whose order rotates from run to run:
 //!
 //! 1. **native**: the fs tool's own Rust code (`fs_tool`, the crate the
 //!    component is built from, compiled for the host) called directly: the
@@ -19,8 +20,10 @@
 //! The sandbox's own cost is 2 − 1; toolcage's whole in-process cost per
 //! call is 3 − 1. Neither includes MCP encoding or a transport (the
 //! `latency` benchmark has those). The host is loaded with the defaults of
-//! `toolcage serve` (fuel metering on, default limits), the file's folder
-//! granted read-only, and a compile cache folder so a second run is warm.
+//! `toolcage serve` (fuel metering on, default limits), `--root` granted
+//! read-only, and a compile cache folder so a second run is warm. Before
+//! timing, each operation runs once natively and once through the
+//! dispatcher, and the two structured results must be equal.
 //! Calls run on a tokio multi-thread runtime like the server's (the timing
 //! loop itself on the thread that blocks on it).
 
@@ -28,21 +31,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail, ensure};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
-use toolcage::config::{Config, Grant, Mode};
-use toolcage::dispatch::CallContext;
+use toolcage::config::{Config, Grant, Mode, Policy};
+use toolcage::dispatch::{CallContext, CallOutput};
 use toolcage::journal::ClientId;
-use toolcage::roots::effective_roots;
+use toolcage::roots::{EffectiveRoot, effective_roots};
 use toolcage::sandbox::{Access, CallSpec};
 use toolcage::{Host, Options};
-use toolcage_guest::CallOutcome;
+use toolcage_guest::{CallOutcome, ToolDef};
 
 use crate::stats::Latency;
 use crate::{nanos, print_json, round1, us};
-
-/// The tool compared.
-const TOOL: &str = "read_text_file";
 
 /// What to run.
 pub struct NativePlan {
@@ -50,13 +50,16 @@ pub struct NativePlan {
     pub tools_dir: PathBuf,
     /// The compile cache folder.
     pub cache_dir: PathBuf,
-    /// The file to read.
-    pub file: PathBuf,
-    /// Timed calls per way per run.
+    /// The folder granted (read-only) to the sandboxed tool and given as
+    /// the native tool's root.
+    pub root: PathBuf,
+    /// The operations: tool and arguments (a JSON object).
+    pub ops: Vec<(String, Value)>,
+    /// Timed calls per way per operation per run.
     pub calls: u64,
-    /// Untimed calls per way before them.
+    /// Untimed calls before them.
     pub warmup: u64,
-    /// Runs (each with all three ways).
+    /// Runs.
     pub runs: u32,
     /// Print JSON.
     pub json: bool,
@@ -85,7 +88,8 @@ impl Way {
 ///
 /// # Errors
 ///
-/// The host cannot load, the tool is missing, or a call fails.
+/// The host cannot load, a tool is missing, the two results differ, or a
+/// call fails.
 pub fn run(plan: NativePlan) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -97,21 +101,22 @@ pub fn run(plan: NativePlan) -> anyhow::Result<()> {
     report(&plan, &runs)
 }
 
-/// Per run, per way: the latency summary.
-type Runs = Vec<[Latency; 3]>;
+/// Per run, per operation, per way (in `WAYS` order): the latency summary.
+type Runs = Vec<Vec<[Latency; 3]>>;
+
+/// Everything one operation needs, resolved once.
+struct Prepared {
+    name: String,
+    arguments: Map<String, Value>,
+    native: ToolDef,
+    policy: Policy,
+    roots: Vec<EffectiveRoot>,
+}
 
 async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
-    let file = std::fs::canonicalize(&plan.file)
-        .with_context(|| format!("cannot find `{}`", plan.file.display()))?;
-    let root = file
-        .parent()
-        .context("the file has no parent folder")?
-        .to_path_buf();
-    let root_text = root
-        .to_str()
-        .context("the file's folder is not UTF-8")?
-        .to_owned();
-
+    let root = std::fs::canonicalize(&plan.root)
+        .with_context(|| format!("cannot find `{}`", plan.root.display()))?;
+    let root_text = root.to_str().context("the root is not UTF-8")?.to_owned();
     let mut config = Config::default();
     let grant = Grant::new(&root, Mode::ReadOnly, Path::new("/"))
         .map_err(|e| anyhow::anyhow!("cannot grant `{}`: {e}", root.display()))?;
@@ -125,182 +130,240 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
     })
     .await
     .context("cannot load the tools")?;
-    let Some(tool) = host.registry.snapshot().tools.get(TOOL).cloned() else {
-        bail!(
-            "`{}` does not serve `{TOOL}`: put the fs tool component there",
-            plan.tools_dir.display()
-        );
-    };
-    let native_tool = fs_tool::tool_definitions()
-        .into_iter()
-        .find(|t| t.name() == TOOL)
-        .context("the fs tool crate has no `read_text_file`")?;
-
-    let Value::Object(arguments) = json!({"path": file}) else {
-        bail!("the arguments are not an object");
-    };
-    let policy = config.policy_for(TOOL).clone();
-    let roots = effective_roots(&policy.roots, None);
     let cancel = CancellationToken::new();
-    let expected = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read `{}`", file.display()))?;
 
-    // One call of `way`; returns its duration and checks its result.
-    let one = async |way: Way| -> anyhow::Result<u64> {
+    let mut prepared = Vec::new();
+    for (name, arguments) in &plan.ops {
+        let Value::Object(arguments) = arguments.clone() else {
+            bail!("the arguments of `{name}` are not a JSON object");
+        };
+        let native = fs_tool::tool_definitions()
+            .into_iter()
+            .find(|t| t.name() == name)
+            .with_context(|| format!("the fs tool crate has no tool `{name}`"))?;
+        let policy = config.policy_for(name).clone();
+        let roots = effective_roots(&policy.roots, None);
+        prepared.push(Prepared {
+            name: name.clone(),
+            arguments,
+            native,
+            policy,
+            roots,
+        });
+    }
+
+    // Thread-local roots: set right before each native call, with no await
+    // in between, so the call runs on the thread that set them.
+    let native_call = |op: &Prepared| {
+        fs_tool::set_native_roots(&[(&root_text, false)]);
+        let start = Instant::now();
+        let text = Value::Object(op.arguments.clone()).to_string();
+        let outcome = op.native.call(&text);
+        (start.elapsed(), outcome)
+    };
+    let dispatcher_call = async |op: &Prepared| -> anyhow::Result<(u64, CallOutput)> {
+        let start = Instant::now();
+        let output = host
+            .dispatcher
+            .call(
+                &op.name,
+                Some(op.arguments.clone()),
+                CallContext {
+                    events: None,
+                    cancel: &cancel,
+                    client_roots: None,
+                    services: None,
+                    client: ClientId::default(),
+                },
+            )
+            .await
+            .context("dispatch failed")?;
+        let elapsed = nanos(start.elapsed());
+        ensure!(
+            !output.is_error,
+            "`{}` through the dispatcher returned an error: {:?}",
+            op.name,
+            output.content
+        );
+        Ok((elapsed, output))
+    };
+
+    // The same logic must give the same result both ways.
+    for op in &prepared {
+        if !host.registry.snapshot().tools.contains_key(&op.name) {
+            bail!(
+                "`{}` does not serve `{}`: put the fs tool component there",
+                plan.tools_dir.display(),
+                op.name
+            );
+        }
+        let (_, outcome) = native_call(op);
+        let native = match outcome {
+            CallOutcome::Ok(output) => output.structured,
+            CallOutcome::Err(message) => bail!("`{}` natively failed: {message}", op.name),
+        };
+        let (_, sandboxed) = dispatcher_call(op).await?;
+        ensure!(
+            native == sandboxed.structured,
+            "`{}` gives different results natively ({native:?}) and sandboxed ({:?})",
+            op.name,
+            sandboxed.structured
+        );
+    }
+
+    // One call of `way`; returns its duration.
+    let one = async |way: Way, op: &Prepared| -> anyhow::Result<u64> {
         match way {
             Way::Native => {
-                // Thread-local roots: set right before the call, with no
-                // await in between, so it runs on the thread that set them.
-                fs_tool::set_native_roots(&[(&root_text, false)]);
-                let start = Instant::now();
-                let text = Value::Object(arguments.clone()).to_string();
-                let outcome = native_tool.call(&text);
-                let elapsed = start.elapsed();
-                match outcome {
-                    CallOutcome::Ok(output) => {
-                        ensure!(
-                            output.structured == Some(json!({"content": expected})),
-                            "the native call returned something else"
-                        );
-                    }
-                    CallOutcome::Err(message) => bail!("native call failed: {message}"),
+                let (elapsed, outcome) = native_call(op);
+                if let CallOutcome::Err(message) = outcome {
+                    bail!("`{}` natively failed: {message}", op.name);
                 }
                 Ok(nanos(elapsed))
             }
             Way::Sandbox => {
                 let start = Instant::now();
-                let text = Value::Object(arguments.clone()).to_string();
+                let text = Value::Object(op.arguments.clone()).to_string();
+                let tool = host
+                    .registry
+                    .snapshot()
+                    .tools
+                    .get(&op.name)
+                    .cloned()
+                    .context("the tool went away")?;
                 let report = host
                     .sandbox
                     .call(CallSpec {
                         pre: &tool.component.pre,
-                        name: TOOL,
+                        name: &op.name,
                         arguments: &text,
-                        limits: &policy.limits,
-                        roots: &roots,
+                        limits: &op.policy.limits,
+                        roots: &op.roots,
                         events: None,
                         services: None,
                         sampling_allowed: false,
                         access: Access {
-                            tool: TOOL,
-                            network: &policy.network,
-                            env: &policy.env,
+                            tool: &op.name,
+                            network: &op.policy.network,
+                            env: &op.policy.env,
                         },
                         cancel: &cancel,
                     })
                     .await;
                 let elapsed = start.elapsed();
                 if let Err(failure) = report.outcome {
-                    bail!("sandboxed call failed: {failure}");
+                    bail!("`{}` in the sandbox failed: {failure}", op.name);
                 }
                 Ok(nanos(elapsed))
             }
-            Way::Dispatcher => {
-                let start = Instant::now();
-                let output = host
-                    .dispatcher
-                    .call(
-                        TOOL,
-                        Some(arguments.clone()),
-                        CallContext {
-                            events: None,
-                            cancel: &cancel,
-                            client_roots: None,
-                            services: None,
-                            client: ClientId::default(),
-                        },
-                    )
-                    .await
-                    .context("dispatch failed")?;
-                let elapsed = start.elapsed();
-                ensure!(
-                    !output.is_error,
-                    "the dispatched call returned an error: {:?}",
-                    output.content
-                );
-                ensure!(
-                    output.structured == Some(json!({"content": expected})),
-                    "the dispatched call returned something else"
-                );
-                Ok(nanos(elapsed))
-            }
+            Way::Dispatcher => Ok(dispatcher_call(op).await?.0),
         }
     };
 
     let capacity = usize::try_from(plan.calls).context("too many calls")?;
     let mut runs = Vec::new();
     for run in 0..plan.runs {
-        let mut summaries = Vec::new();
-        // Rotate which way goes first, so none always follows the same one.
-        for k in 0..WAYS.len() {
-            let way = WAYS[(k + run as usize) % WAYS.len()];
-            for _ in 0..plan.warmup {
-                one(way).await?;
+        let mut per_op = Vec::new();
+        for op in &prepared {
+            let mut summaries = [None; 3];
+            // Rotate which way goes first, so none always follows the same one.
+            for k in 0..WAYS.len() {
+                let index = (k + run as usize) % WAYS.len();
+                for _ in 0..plan.warmup {
+                    one(WAYS[index], op).await?;
+                }
+                let mut samples = Vec::with_capacity(capacity);
+                for _ in 0..plan.calls {
+                    samples.push(one(WAYS[index], op).await?);
+                }
+                summaries[index] = Latency::from_samples(&mut samples);
             }
-            let mut samples = Vec::with_capacity(capacity);
-            for _ in 0..plan.calls {
-                samples.push(one(way).await?);
-            }
-            let latency = Latency::from_samples(&mut samples).context("no samples")?;
-            summaries.push((way, latency));
+            let [Some(native), Some(sandbox), Some(dispatcher)] = summaries else {
+                bail!("a way was not measured");
+            };
+            per_op.push([native, sandbox, dispatcher]);
         }
-        let pick = |w: Way| {
-            summaries
-                .iter()
-                .find(|(way, _)| *way == w)
-                .map(|(_, l)| *l)
-                .context("a way was not measured")
-        };
-        runs.push([
-            pick(Way::Native)?,
-            pick(Way::Sandbox)?,
-            pick(Way::Dispatcher)?,
-        ]);
+        runs.push(per_op);
     }
     Ok(runs)
 }
 
 fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
-    let median = |f: &dyn Fn(&[Latency; 3]) -> u64| {
-        crate::stats::median(&runs.iter().map(|r| us(f(r))).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-    };
-    let p50: Vec<f64> = (0..3).map(|i| median(&|r| r[i].p50_ns)).collect();
-    let p99: Vec<f64> = (0..3).map(|i| median(&|r| r[i].p99_ns)).collect();
+    // medians[op][way] = (p50 µs, p99 µs)
+    let medians: Vec<Vec<(f64, f64)>> = (0..plan.ops.len())
+        .map(|o| {
+            (0..WAYS.len())
+                .map(|w| {
+                    let of = |f: &dyn Fn(&Latency) -> u64| {
+                        crate::stats::median(
+                            &runs.iter().map(|r| us(f(&r[o][w]))).collect::<Vec<_>>(),
+                        )
+                        .unwrap_or(f64::NAN)
+                    };
+                    (of(&|l| l.p50_ns), of(&|l| l.p99_ns))
+                })
+                .collect()
+        })
+        .collect();
     if plan.json {
-        let ways: Vec<Value> = WAYS
+        let ops: Vec<Value> = plan
+            .ops
             .iter()
-            .enumerate()
-            .map(|(i, w)| json!({"way": w.label(), "p50_us": round1(p50[i]), "p99_us": round1(p99[i])}))
+            .zip(&medians)
+            .map(|((tool, arguments), m)| {
+                let ways: Vec<Value> = WAYS
+                    .iter()
+                    .zip(m)
+                    .map(|(w, (p50, p99))| {
+                        json!({"way": w.label(), "p50_us": round1(*p50), "p99_us": round1(*p99)})
+                    })
+                    .collect();
+                json!({
+                    "tool": tool,
+                    "arguments": arguments,
+                    "ways": ways,
+                    "sandbox_overhead_p50_us": round1(m[1].0 - m[0].0),
+                    "toolcage_overhead_p50_us": round1(m[2].0 - m[0].0),
+                })
+            })
             .collect();
         return print_json(&json!({
             "benchmark": "native",
-            "tool": TOOL,
-            "file": plan.file,
+            "root": plan.root,
             "calls": plan.calls,
             "warmup": plan.warmup,
             "runs": plan.runs,
-            "ways": ways,
-            "sandbox_overhead_p50_us": round1(p50[1] - p50[0]),
-            "toolcage_overhead_p50_us": round1(p50[2] - p50[0]),
+            "operations": ops,
         }));
     }
     println!(
-        "native vs sandboxed, in-process: `{TOOL}` on {}, {} calls per way after {} warm-up, \
-         {} runs (medians of the per-run percentiles)\n",
-        plan.file.display(),
-        plan.calls,
-        plan.warmup,
-        plan.runs
+        "native vs sandboxed, in-process: {} calls per way after {} warm-up, {} runs \
+         (medians of the per-run percentiles)\n",
+        plan.calls, plan.warmup, plan.runs
     );
-    println!("{:<12}{:>10}{:>10}", "way", "p50 µs", "p99 µs");
-    for (i, w) in WAYS.iter().enumerate() {
-        println!("{:<12}{:>10.1}{:>10.1}", w.label(), p50[i], p99[i]);
+    println!(
+        "{:<18}{:<12}{:>10}{:>10}{:>22}",
+        "operation", "way", "p50 µs", "p99 µs", "p50 − native µs"
+    );
+    for ((tool, _), m) in plan.ops.iter().zip(&medians) {
+        for (i, w) in WAYS.iter().enumerate() {
+            let label = if i == 0 { tool.as_str() } else { "" };
+            let over = if i == 0 {
+                String::new()
+            } else {
+                format!("{:.1}", m[i].0 - m[0].0)
+            };
+            println!(
+                "{label:<18}{:<12}{:>10.1}{:>10.1}{over:>22}",
+                w.label(),
+                m[i].0,
+                m[i].1
+            );
+        }
     }
     println!(
-        "\nsandbox's own cost (sandbox − native), p50: {:.1} µs\n\
-         toolcage in-process (dispatcher − native), p50: {:.1} µs",
-        p50[1] - p50[0],
-        p50[2] - p50[0]
+        "\nsandbox − native: the sandbox's own cost (fresh instance, WASI, guest code, \
+         copying in and out); dispatcher − native: toolcage's whole in-process cost"
     );
     Ok(())
 }
