@@ -48,6 +48,10 @@
 //!   of every server, the servers' order rotating between rounds; the
 //!   medians over rounds and each server's ratio to the first. The
 //!   reference filesystem server against toolcage; fuel on against off.
+//! - `floor-server`: not a measurement: the smallest MCP stdio server,
+//!   answering from one thread with blocking I/O; `latency` and
+//!   `throughput` against it give the floor set by the client, the pipes
+//!   and the scheduler.
 //! - `copies`: not a measurement: N copies of a component, each with a
 //!   custom section appended so that its digest differs, optionally with
 //!   its tool names made distinct (`--rename`), for the many-tools
@@ -105,6 +109,7 @@
 mod client;
 mod compare;
 mod copies;
+mod floor;
 mod http;
 #[cfg(feature = "native")]
 mod native;
@@ -149,6 +154,10 @@ enum Command {
     SideBySide(SideBySideArgs),
     /// Write N distinct copies of a component (for the many-tools start-up).
     Copies(CopiesArgs),
+    /// Not a benchmark: the smallest MCP stdio server (one thread, blocking
+    /// I/O, a constant result for every `tools/call` of `echo`), to measure
+    /// what the client and the pipes cost on their own.
+    FloorServer,
     /// In-process: fs tool operations natively, in the sandbox, and through
     /// the dispatcher (needs the `native` feature).
     #[cfg(feature = "native")]
@@ -383,6 +392,7 @@ fn main() -> ExitCode {
     // These are not async, or bring a runtime of their own.
     let result = match cli.command {
         Command::Copies(args) => copies(&args),
+        Command::FloorServer => floor::serve(),
         #[cfg(feature = "native")]
         Command::Native(args) => args
             .ops
@@ -427,7 +437,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Reload(args) => reload(args).await,
             Command::SideBySide(args) => side_by_side(args).await,
             // Handled in `main`.
-            Command::Copies(_) => Ok(()),
+            Command::Copies(_) | Command::FloorServer => Ok(()),
             #[cfg(feature = "native")]
             Command::Native(_) => Ok(()),
         }
