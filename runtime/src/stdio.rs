@@ -23,7 +23,16 @@ use tokio::sync::{Mutex, mpsc};
 /// is answered with an error and skipped.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-type Writer = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
+type Writer = Arc<Out>;
+
+/// Stdout, and the lines waiting for it. Whoever holds `sink` writes every
+/// line pending, so replies that finish while a write is in progress go
+/// out together in the next one (fewer writes, fewer wake-ups of the
+/// client), and a lone reply is still written at once by its own sender.
+struct Out {
+    pending: std::sync::Mutex<Vec<u8>>,
+    sink: Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+}
 
 /// A line-based JSON-RPC transport that answers malformed input.
 pub struct LineTransport {
@@ -54,7 +63,10 @@ impl LineTransport {
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
     ) -> Self {
-        let writer: Writer = Arc::new(Mutex::new(Box::new(writer)));
+        let writer: Writer = Arc::new(Out {
+            pending: std::sync::Mutex::new(Vec::new()),
+            sink: Mutex::new(Box::new(writer)),
+        });
         // A small queue: reading pauses when the server falls behind.
         let (tx, incoming) = mpsc::channel(64);
         let replies = Arc::clone(&writer);
@@ -202,12 +214,26 @@ fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
     line
 }
 
-/// Write `line` (which ends with `\n`) whole, under the lock: one write
-/// call for the usual small message.
+/// Queue `line` (which ends with `\n`), then write everything queued
+/// unless another sender already took it. Lines are queued whole, so the
+/// stream only ever holds complete lines, in the order they were queued.
 async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
-    let mut out = writer.lock().await;
-    out.write_all(line).await?;
-    out.flush().await
+    lock(&writer.pending).extend_from_slice(line);
+    let mut sink = writer.sink.lock().await;
+    let batch = std::mem::take(&mut *lock(&writer.pending));
+    if batch.is_empty() {
+        // An earlier holder of the sink wrote this line with its own.
+        return Ok(());
+    }
+    sink.write_all(&batch).await?;
+    sink.flush().await
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl Transport<RoleServer> for LineTransport {
@@ -230,8 +256,8 @@ impl Transport<RoleServer> for LineTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let mut out = self.writer.lock().await;
-        out.flush().await
+        let mut sink = self.writer.sink.lock().await;
+        sink.flush().await
     }
 }
 
