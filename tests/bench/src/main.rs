@@ -455,11 +455,8 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-/// Spawn, handshake, and check that the server serves `tool`.
-async fn start_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<Server> {
-    let mut server = Server::spawn(command)?;
-    server.handshake().await?;
-    let tools = server.list_tools().await?;
+/// An error unless `tools` (a server's `tools/list`) has `tool`.
+fn check_serves(tools: &[String], tool: &str) -> anyhow::Result<()> {
     if !tools.iter().any(|t| t == tool) {
         bail!(
             "the server does not serve `{tool}`; it serves: {}",
@@ -470,6 +467,15 @@ async fn start_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<
             }
         );
     }
+    Ok(())
+}
+
+/// Spawn, handshake, and check that the server serves `tool`.
+async fn start_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<Server> {
+    let mut server = Server::spawn(command)?;
+    server.handshake().await?;
+    let tools = server.list_tools().await?;
+    check_serves(&tools, tool)?;
     Ok(server)
 }
 
@@ -729,16 +735,7 @@ async fn throughput_run(
 async fn start_http_with_tool(command: &ServerCommand, tool: &str) -> anyhow::Result<HttpServer> {
     let server = HttpServer::spawn(command).await?;
     let tools = server.connect().await?.list_tools().await?;
-    if !tools.iter().any(|t| t == tool) {
-        bail!(
-            "the server does not serve `{tool}`; it serves: {}",
-            if tools.is_empty() {
-                "nothing".to_owned()
-            } else {
-                tools.join(", ")
-            }
-        );
-    }
+    check_serves(&tools, tool)?;
     Ok(server)
 }
 

@@ -82,7 +82,7 @@ pub fn iso_time(time: SystemTime) -> String {
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's algorithm).
+/// calendar (the usual era-based days-to-civil conversion).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
