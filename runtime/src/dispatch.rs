@@ -33,10 +33,16 @@ pub struct Dispatcher {
     sandbox: Arc<Sandbox>,
     registry: Arc<Registry>,
     /// Swapped whole on a config reload; a call reads it once, at its start.
-    config: std::sync::RwLock<Arc<Config>>,
-    /// The call journal, reopened when its settings change.
-    journal: std::sync::RwLock<Option<Arc<Journal>>>,
+    current: std::sync::RwLock<Current>,
     permits: Arc<Semaphore>,
+}
+
+/// The configuration and the journal it opened, swapped together.
+#[derive(Clone)]
+struct Current {
+    config: Arc<Config>,
+    /// Reopened only when `config.journal` changes.
+    journal: Option<Arc<Journal>>,
 }
 
 /// Who is calling: where guest events go, the client's cancellation, and
@@ -114,6 +120,16 @@ impl CallOutput {
             input_required: None,
         }
     }
+
+    /// A call stopped to ask the client `pending` first.
+    pub fn input_required(pending: PendingInput) -> Self {
+        CallOutput {
+            content: Vec::new(),
+            structured: None,
+            is_error: false,
+            input_required: Some(pending),
+        }
+    }
 }
 
 impl Dispatcher {
@@ -125,42 +141,35 @@ impl Dispatcher {
         Dispatcher {
             sandbox,
             registry,
-            config: std::sync::RwLock::new(config),
-            journal: std::sync::RwLock::new(journal),
+            current: std::sync::RwLock::new(Current { config, journal }),
             permits,
+        }
+    }
+
+    fn current(&self) -> Current {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
     /// The configuration calls start with now.
     pub fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        self.current().config
     }
 
-    /// Use `config` for calls that start from now on. (The server-wide
-    /// concurrency limit sizes the instance pool and needs a restart.)
+    /// Use `config` for calls that start from now on; the journal is
+    /// reopened if its settings changed. (The server-wide concurrency limit
+    /// sizes the instance pool and needs a restart.)
     pub fn set_config(&self, config: Arc<Config>) {
-        let current = self.journal().map(|j| j.config().clone());
-        if current != config.journal {
-            let journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
-            match self.journal.write() {
-                Ok(mut guard) => *guard = journal,
-                Err(poisoned) => *poisoned.into_inner() = journal,
-            }
+        let mut current = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if current.config.journal != config.journal {
+            current.journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
         }
-        match self.config.write() {
-            Ok(mut guard) => *guard = config,
-            Err(poisoned) => *poisoned.into_inner() = config,
-        }
-    }
-
-    fn journal(&self) -> Option<Arc<Journal>> {
-        match self.journal.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        current.config = config;
     }
 
     /// The sandbox calls run in.
@@ -194,9 +203,9 @@ impl Dispatcher {
         } = context;
         let arrived = Instant::now();
         let arguments = Value::Object(arguments.unwrap_or_default());
-        let config = self.config();
+        let Current { config, journal } = self.current();
         let policy = config.policy_for(name);
-        let journal = self.journal();
+        let secrets: Vec<&str> = policy.secrets().collect();
         // Every call ends here once: an audit line in the log, and a line in
         // the journal if there is one.
         let record =
@@ -215,7 +224,6 @@ impl Dispatcher {
                     "call"
                 );
                 if let Some(journal) = &journal {
-                    let secrets: Vec<&str> = policy.secrets().collect();
                     let empty = NetRecord::default();
                     journal.record(&Entry {
                         tool: name,
@@ -275,12 +283,7 @@ impl Dispatcher {
                         Some("waiting for the user's confirmation"),
                         None,
                     );
-                    return Ok(CallOutput {
-                        content: Vec::new(),
-                        structured: None,
-                        is_error: false,
-                        input_required: Some(pending),
-                    });
+                    return Ok(CallOutput::input_required(pending));
                 }
                 Confirmation::Refused(message) => {
                     record(digest, "refused", Some(&message), None);
@@ -327,21 +330,15 @@ impl Dispatcher {
                 cancel,
             })
             .await;
-        let secrets: Vec<&str> = policy.secrets().collect();
         log_guest_output(name, "stdout", &report.stdout, &secrets);
         log_guest_output(name, "stderr", &report.stderr, &secrets);
 
+        let result_bytes = report.outcome.as_ref().map_or(0, |r| r.size);
         let (output, cancelled) = match report.outcome {
             Ok(result) => (check_output(&tool, result), false),
-            Err(CallFailure::InputRequired(pending)) => (
-                CallOutput {
-                    content: Vec::new(),
-                    structured: None,
-                    is_error: false,
-                    input_required: Some(pending),
-                },
-                false,
-            ),
+            Err(CallFailure::InputRequired(pending)) => {
+                (CallOutput::input_required(pending), false)
+            }
             Err(failure) => (
                 CallOutput::error(format!("tool `{name}` {failure}")),
                 matches!(failure, CallFailure::Cancelled),
@@ -361,7 +358,7 @@ impl Dispatcher {
             fuel: report.fuel_used,
             peak_memory: report.peak_memory_bytes,
             bytes_in: arguments_text.len() as u64,
-            bytes_out: output_size(&output),
+            bytes_out: result_bytes,
             net: report.net,
         };
         record(digest, outcome, message.as_deref(), Some(&facts));
@@ -376,24 +373,6 @@ struct RunFacts {
     bytes_in: u64,
     bytes_out: u64,
     net: NetRecord,
-}
-
-/// The size of a result as the client will see it (text, data, structured
-/// output), for the journal.
-fn output_size(output: &CallOutput) -> u64 {
-    let content: usize = output
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text(text) => text.len(),
-            other => format!("{other:?}").len(),
-        })
-        .sum();
-    let structured = output
-        .structured
-        .as_ref()
-        .map_or(0, |v| v.to_string().len());
-    (content + structured) as u64
 }
 
 /// Whether a call of `tool` must be confirmed by the user first: the

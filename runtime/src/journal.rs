@@ -80,7 +80,8 @@ pub struct Entry<'a> {
     pub peak_memory: u64,
     /// Size of the arguments, in bytes.
     pub bytes_in: u64,
-    /// Size of the result, in bytes.
+    /// Size of the tool's result (content and structured output), in
+    /// bytes; 0 when it returned none (a trap, a limit, a refusal).
     pub bytes_out: u64,
     /// What the call did on the network.
     pub net: &'a NetRecord,

@@ -308,32 +308,16 @@ impl WasiHttpHooks for NetGate {
                 }
             };
             lock(&record).requests += 1;
-            if let Some(length) = content_length(request.headers())
-                && length > limits.request_bytes
-            {
-                lock(&record)
-                    .refused
-                    .push(format!("{target}: request body of {length} bytes"));
-                return Err(refusal(format!(
-                    "toolcage refused the request to `{target}`: its body ({length} bytes) is \
-                     over tool `{tool}`'s cap of {} bytes (`http_max_request_kib`)",
-                    limits.request_bytes
-                )));
-            }
-            let request = request.map(|body| {
-                Capped::new(
-                    body,
-                    limits.request_bytes,
-                    Arc::clone(&record),
-                    Direction::Sent,
-                    format!(
-                        "the request body to `{target}` is over tool `{tool}`'s cap of {} bytes \
-                         (`http_max_request_kib`)",
-                        limits.request_bytes
-                    ),
-                )
-                .boxed_unsync()
-            });
+            let cap = |direction, cap| Cap {
+                direction,
+                cap,
+                target: target.clone(),
+                tool: Arc::clone(&tool),
+                record: Arc::clone(&record),
+            };
+            let (parts, body) = request.into_parts();
+            let body = cap(Direction::Sent, limits.request_bytes).wrap(&parts.headers, body)?;
+            let request = http::Request::from_parts(parts, body);
             let clamp = |asked: Option<Duration>| {
                 Some(asked.map_or(limits.timeout, |d| d.min(limits.timeout)))
             };
@@ -353,33 +337,10 @@ impl WasiHttpHooks for NetGate {
                 Ok(result) => result?,
                 Err(_) => return Err(HttpError::ConnectionTimeout),
             };
-            if let Some(length) = content_length(response.headers())
-                && length > limits.response_bytes
-            {
-                lock(&record)
-                    .refused
-                    .push(format!("{target}: response body of {length} bytes"));
-                return Err(refusal(format!(
-                    "toolcage refused the response from `{target}`: its body ({length} bytes) \
-                     is over tool `{tool}`'s cap of {} bytes (`http_max_response_kib`)",
-                    limits.response_bytes
-                )));
-            }
-            let message = format!(
-                "the response body from `{target}` is over tool `{tool}`'s cap of {} bytes \
-                 (`http_max_response_kib`)",
-                limits.response_bytes
-            );
-            let response = response.map(|body| {
-                Capped::new(
-                    body.boxed_unsync(),
-                    limits.response_bytes,
-                    record,
-                    Direction::Received,
-                    message,
-                )
-                .boxed_unsync()
-            });
+            let (parts, body) = response.into_parts();
+            let body = cap(Direction::Received, limits.response_bytes)
+                .wrap(&parts.headers, body.boxed_unsync())?;
+            let response = http::Response::from_parts(parts, body);
             Ok((
                 response,
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
@@ -404,34 +365,66 @@ enum Direction {
     Received,
 }
 
-/// A body that fails once more than `cap` bytes have passed, and counts
-/// them into the call's [`NetRecord`].
-struct Capped {
-    inner: WasiBody,
-    cap: u64,
-    seen: u64,
-    record: Arc<Mutex<NetRecord>>,
+/// The cap on one body of one request, and what to say when it is hit.
+struct Cap {
     direction: Direction,
-    message: String,
+    cap: u64,
+    target: String,
+    tool: Arc<str>,
+    record: Arc<Mutex<NetRecord>>,
 }
 
-impl Capped {
-    fn new(
-        inner: WasiBody,
-        cap: u64,
-        record: Arc<Mutex<NetRecord>>,
-        direction: Direction,
-        message: String,
-    ) -> Self {
-        Capped {
-            inner,
-            cap,
-            seen: 0,
-            record,
-            direction,
-            message,
+impl Cap {
+    /// `body` wrapped so that it fails past the cap; refused at once when
+    /// `headers` declare a longer one.
+    fn wrap(self, headers: &http::HeaderMap, body: WasiBody) -> Result<WasiBody, HttpError> {
+        match content_length(headers) {
+            Some(length) if length > self.cap => Err(self.refuse(Some(length))),
+            _ => Ok(Capped {
+                inner: body,
+                seen: 0,
+                cap: self,
+            }
+            .boxed_unsync()),
         }
     }
+
+    /// Record the refusal and build the error for the guest.
+    fn refuse(&self, length: Option<u64>) -> HttpError {
+        lock(&self.record).refused.push(format!(
+            "{}: {} body over {} bytes",
+            self.target,
+            self.wording().0,
+            self.cap
+        ));
+        self.error(length)
+    }
+
+    /// The error for the guest: which body, of which request, whose cap.
+    fn error(&self, length: Option<u64>) -> HttpError {
+        let (what, preposition, key) = self.wording();
+        let (target, tool, cap) = (&self.target, &self.tool, self.cap);
+        let size = length.map_or_else(String::new, |n| format!(" ({n} bytes)"));
+        refusal(format!(
+            "toolcage refused the {what} {preposition} `{target}`: its body{size} is over \
+             tool `{tool}`'s cap of {cap} bytes (`{key}`)"
+        ))
+    }
+
+    fn wording(&self) -> (&'static str, &'static str, &'static str) {
+        match self.direction {
+            Direction::Sent => ("request", "to", "http_max_request_kib"),
+            Direction::Received => ("response", "from", "http_max_response_kib"),
+        }
+    }
+}
+
+/// A body that fails once more than its cap has passed, and counts the
+/// bytes into the call's [`NetRecord`].
+struct Capped {
+    inner: WasiBody,
+    seen: u64,
+    cap: Cap,
 }
 
 impl Body for Capped {
@@ -442,8 +435,9 @@ impl Body for Capped {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
-        if self.seen > self.cap {
-            return Poll::Ready(Some(Err(refusal(self.message.clone()))));
+        // Polled again after the refusal: the same error, recorded once.
+        if self.seen > self.cap.cap {
+            return Poll::Ready(Some(Err(self.cap.error(None))));
         }
         let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => frame,
@@ -453,16 +447,14 @@ impl Body for Capped {
             let len = data.len() as u64;
             self.seen += len;
             {
-                let mut record = lock(&self.record);
-                match self.direction {
+                let mut record = lock(&self.cap.record);
+                match self.cap.direction {
                     Direction::Sent => record.bytes_sent += len,
                     Direction::Received => record.bytes_received += len,
                 }
             }
-            if self.seen > self.cap {
-                let message = self.message.clone();
-                lock(&self.record).refused.push(message.clone());
-                return Poll::Ready(Some(Err(refusal(message))));
+            if self.seen > self.cap.cap {
+                return Poll::Ready(Some(Err(self.cap.refuse(None))));
             }
         }
         Poll::Ready(Some(Ok(frame)))

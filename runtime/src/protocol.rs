@@ -778,7 +778,8 @@ fn to_mcp_content(item: Content) -> ContentBlock {
 
 /// Turns a call's [`GuestEvent`]s into notifications to its client.
 struct EventForwarder {
-    inner: Arc<ForwarderInner>,
+    /// `None` when the client asked for nothing a guest could send.
+    inner: Option<Arc<ForwarderInner>>,
 }
 
 struct ForwarderInner {
@@ -800,12 +801,15 @@ impl EventForwarder {
         progress_token: Option<ProgressToken>,
         min_level: Option<LogLevel>,
     ) -> Self {
+        let wanted = progress_token.is_some() || min_level.is_some();
         EventForwarder {
-            inner: Arc::new(ForwarderInner {
-                peer,
-                progress_token,
-                min_level,
-                running: std::sync::Mutex::new(None),
+            inner: wanted.then(|| {
+                Arc::new(ForwarderInner {
+                    peer,
+                    progress_token,
+                    min_level,
+                    running: std::sync::Mutex::new(None),
+                })
             }),
         }
     }
@@ -813,11 +817,7 @@ impl EventForwarder {
     /// The sink for the sandbox: drops what the client did not ask for,
     /// queues the rest (never blocks), starting the task on first use.
     fn sink(&self) -> Option<crate::sandbox::EventSink> {
-        let inner = &self.inner;
-        if inner.progress_token.is_none() && inner.min_level.is_none() {
-            return None;
-        }
-        let inner = Arc::clone(inner);
+        let inner = Arc::clone(self.inner.as_ref()?);
         Some(Arc::new(move |event: GuestEvent| {
             let wanted = match &event {
                 GuestEvent::Log { level, .. } => inner.min_level.is_some_and(|min| *level >= min),
@@ -843,7 +843,9 @@ impl EventForwarder {
     /// Wait until every queued notification is written, so none trails the
     /// response.
     async fn finish(self) {
-        let running = self.inner.running.lock().ok().and_then(|mut r| r.take());
+        let running = self
+            .inner
+            .and_then(|inner| inner.running.lock().ok().and_then(|mut r| r.take()));
         if let Some((tx, task)) = running {
             drop(tx);
             let _ = task.await;

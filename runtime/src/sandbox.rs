@@ -1378,6 +1378,9 @@ pub struct ToolResult {
     pub structured: Option<String>,
     /// The tool reported an error.
     pub is_error: bool,
+    /// Bytes of content and structured output, as checked against the
+    /// result-size limit.
+    pub size: u64,
 }
 
 /// One content item of a result.
@@ -1418,6 +1421,7 @@ impl ToolResult {
             content: result.content.into_iter().map(content_from_wit).collect(),
             structured: result.structured,
             is_error: result.is_error,
+            size,
         })
     }
 }
