@@ -57,8 +57,8 @@ pub struct CallContext<'a> {
     pub client_roots: Option<&'a [PathBuf]>,
     /// Elicitation and sampling through the client, if there is one.
     pub services: Option<Arc<dyn ClientServices>>,
-    /// Who is calling, for the journal.
-    pub client: ClientId,
+    /// Who is calling, for the journal; asked only when there is one.
+    pub client: &'a (dyn Fn() -> ClientId + Sync),
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -228,7 +228,7 @@ impl Dispatcher {
                     journal.record(&Entry {
                         tool: name,
                         digest,
-                        client: &client,
+                        client: &client(),
                         arguments: &arguments,
                         arguments_mode: policy
                             .journal_arguments

@@ -271,7 +271,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 cancel: &cancel,
                 client_roots: None,
                 services: Some(services),
-                client: ClientId {
+                client: &|| ClientId {
                     transport: "cli",
                     ..ClientId::default()
                 },

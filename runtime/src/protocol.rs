@@ -490,7 +490,7 @@ impl ServerHandler for McpServer {
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
                     services: Some(services),
-                    client: client_id(&ctx),
+                    client: &|| client_id(&ctx),
                 },
             )
             .await;
