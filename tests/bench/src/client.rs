@@ -174,15 +174,7 @@ impl Server {
     /// `tools/list` (first page only); returns the tool names.
     pub async fn list_tools(&mut self) -> anyhow::Result<Vec<String>> {
         let result = self.request("tools/list", json!({})).await?;
-        let tools = result
-            .get("tools")
-            .and_then(Value::as_array)
-            .with_context(|| format!("the `tools/list` result has no `tools` array: {result}"))?;
-        Ok(tools
-            .iter()
-            .filter_map(|tool| tool.get("name").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect())
+        tool_names(&result)
     }
 
     /// One `tools/call`, sent then awaited; returns the time from just
@@ -503,6 +495,23 @@ fn remove_quietly(path: &Path) {
     if let Err(error) = std::fs::remove_dir_all(path) {
         eprintln!("warning: cannot remove `{}`: {error}", path.display());
     }
+}
+
+/// The tool names in a `tools/list` result.
+///
+/// # Errors
+///
+/// The result has no `tools` array.
+pub fn tool_names(result: &Value) -> anyhow::Result<Vec<String>> {
+    let tools = result
+        .get("tools")
+        .and_then(Value::as_array)
+        .with_context(|| format!("the `tools/list` result has no `tools` array: {result}"))?;
+    Ok(tools
+        .iter()
+        .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect())
 }
 
 #[cfg(test)]

@@ -356,15 +356,10 @@ impl Connection {
         if let Some(error) = reply.get("error") {
             bail!("`tools/list` failed: {error}");
         }
-        let tools = reply
-            .pointer("/result/tools")
-            .and_then(Value::as_array)
-            .with_context(|| format!("the `tools/list` reply has no `tools` array: {reply}"))?;
-        Ok(tools
-            .iter()
-            .filter_map(|tool| tool.get("name").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect())
+        let result = reply
+            .get("result")
+            .with_context(|| format!("the `tools/list` reply has no result: {reply}"))?;
+        crate::client::tool_names(result)
     }
 }
 

@@ -173,7 +173,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     cancel: &cancel,
                     client_roots: None,
                     services: None,
-                    client: ClientId::default(),
+                    client: &ClientId::default,
                 },
             )
             .await
