@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::catalog::{LoadedTool, Registry};
+use crate::catalog::{LoadedComponent, LoadedTool, Registry};
 use crate::config::{Config, Policy};
 use crate::journal::{ClientId, Entry, Journal};
 use crate::net::NetRecord;
@@ -28,6 +29,10 @@ use crate::sandbox::{
     EventSink, PendingInput, PromptOutput, ResourceContent, Sandbox, ServiceError, ToolResult,
 };
 
+/// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
+/// (a cancelled guest stops at its next epoch tick, 10 ms).
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs calls against the current catalog.
 pub struct Dispatcher {
     sandbox: Arc<Sandbox>,
@@ -35,6 +40,12 @@ pub struct Dispatcher {
     /// Swapped whole on a config reload; a call reads it once, at its start.
     current: std::sync::RwLock<Current>,
     permits: Arc<Semaphore>,
+    /// Fired by [`Dispatcher::shutdown`]: calls in flight end, new ones are
+    /// refused.
+    shutdown: CancellationToken,
+    /// Every call in flight holds a token of this, so shutdown can wait for
+    /// them to be recorded.
+    calls: TaskTracker,
 }
 
 /// The configuration and the journal it opened, swapped together.
@@ -143,6 +154,27 @@ impl Dispatcher {
             registry,
             current: std::sync::RwLock::new(Current { config, journal }),
             permits,
+            shutdown: CancellationToken::new(),
+            calls: TaskTracker::new(),
+        }
+    }
+
+    /// Stop: cancel the calls in flight and refuse new ones, wait (at most
+    /// [`SHUTDOWN_WAIT`]) until each has been recorded, then wait until the
+    /// journal has written every line. Called by every transport when it
+    /// stops serving (stdin closed, SIGTERM, SIGINT) and by the CLI, so no
+    /// journal line is lost at exit.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.calls.close();
+        if tokio::time::timeout(SHUTDOWN_WAIT, self.calls.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running at shutdown were abandoned");
+        }
+        if let Some(journal) = self.current().journal {
+            let _ = tokio::task::spawn_blocking(move || journal.flush()).await;
         }
     }
 
@@ -194,6 +226,29 @@ impl Dispatcher {
         arguments: Option<Map<String, Value>>,
         context: CallContext<'_>,
     ) -> Result<CallOutput, DispatchError> {
+        // Held until the call is over, so `shutdown` can wait for it.
+        let _in_flight = self.calls.token();
+        let current = self.current();
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        // A shutdown ends the call where it is: dropping the phases discards
+        // the store, and their `Recorder` journals the call as cancelled.
+        tokio::select! {
+            output = self.run_phases(name, &arguments, &current, context) => output,
+            () = self.shutdown.cancelled() => Ok(CallOutput::error(format!(
+                "call of tool `{name}` was cancelled: the server is shutting down"
+            ))),
+        }
+    }
+
+    /// The phases of a call: resolve, check the arguments, confirm, acquire
+    /// permits, run, settle. Every return goes through `record` once.
+    async fn run_phases(
+        &self,
+        name: &str,
+        arguments: &Value,
+        current: &Current,
+        context: CallContext<'_>,
+    ) -> Result<CallOutput, DispatchError> {
         let CallContext {
             events,
             cancel,
@@ -201,115 +256,75 @@ impl Dispatcher {
             services,
             client,
         } = context;
-        let arrived = Instant::now();
-        let arguments = Value::Object(arguments.unwrap_or_default());
-        let Current { config, journal } = self.current();
-        let policy = config.policy_for(name);
-        let secrets: Vec<&str> = policy.secrets().collect();
-        // Every call ends here once: an audit line in the log, and a line in
-        // the journal if there is one.
-        let record =
-            |digest: &str, outcome: &str, message: Option<&str>, run: Option<&RunFacts>| {
-                // Debug: the journal is the record operators keep; a log line
-                // per call at info would cost every call a write to stderr.
-                tracing::debug!(
-                    target: "toolcage::audit",
-                    tool = %name,
-                    digest = %digest,
-                    duration_us = arrived.elapsed().as_micros() as u64,
-                    fuel_used = run.map_or(0, |r| r.fuel),
-                    peak_memory_bytes = run.map_or(0, |r| r.peak_memory),
-                    %outcome,
-                    message = message.unwrap_or(""),
-                    "call"
-                );
-                if let Some(journal) = &journal {
-                    let empty = NetRecord::default();
-                    journal.record(&Entry {
-                        tool: name,
-                        digest,
-                        client: &client(),
-                        arguments: &arguments,
-                        arguments_mode: policy
-                            .journal_arguments
-                            .unwrap_or_else(|| journal.config().arguments),
-                        secrets: &secrets,
-                        outcome,
-                        message,
-                        duration: arrived.elapsed(),
-                        fuel: run.map_or(0, |r| r.fuel),
-                        peak_memory: run.map_or(0, |r| r.peak_memory),
-                        bytes_in: run.map_or(0, |r| r.bytes_in),
-                        bytes_out: run.map_or(0, |r| r.bytes_out),
-                        net: run.map_or(&empty, |r| &r.net),
-                    });
-                }
-            };
-
-        let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
-            record("", "refused", Some("unknown tool"), None);
-            return Err(DispatchError::UnknownTool(name.to_owned()));
+        let policy = current.config.policy_for(name);
+        let mut record = Recorder {
+            name,
+            arguments,
+            policy,
+            secrets: policy.secrets().collect(),
+            journal: current.journal.as_deref(),
+            client,
+            arrived: Instant::now(),
+            component: None,
+            shutdown: &self.shutdown,
+            done: false,
         };
-        let digest = tool.component.digest.as_str();
-        if let Some(problems) = schema_problems(&tool.spec.input_validator, &arguments) {
-            let output = CallOutput::error(format!(
-                "arguments do not match the input schema of tool `{name}`:\n{problems}"
-            ));
-            record(
-                digest,
-                "refused",
-                Some("arguments do not match the input schema"),
-                None,
-            );
-            return Ok(output);
+        if self.shutdown.is_cancelled() {
+            record.finish(Outcome::Refused("the server is shutting down"), None);
+            return Ok(CallOutput::error(format!(
+                "tool `{name}` was not run: the server is shutting down"
+            )));
         }
 
-        // Ask the user before anything runs, and before taking a permit: a
-        // person may take minutes to answer.
+        // Resolve.
+        let Some(tool) = self.registry.snapshot().tools.get(name).cloned() else {
+            record.finish(Outcome::Refused("unknown tool"), None);
+            return Err(DispatchError::UnknownTool(name.to_owned()));
+        };
+        record.component = Some(Arc::clone(&tool.component));
+
+        // Check the arguments.
+        if let Some(problems) = schema_problems(&tool.spec.input_validator, arguments) {
+            record.finish(
+                Outcome::Refused("arguments do not match the input schema"),
+                None,
+            );
+            return Ok(CallOutput::error(format!(
+                "arguments do not match the input schema of tool `{name}`:\n{problems}"
+            )));
+        }
+
+        // Confirm: before anything runs, and before taking a permit (a
+        // person may take minutes to answer).
         if needs_confirmation(policy, &tool) {
-            match confirm(
-                name,
-                &arguments,
-                tool.spec.descriptor.annotations.destructive,
-                services.as_deref(),
-            )
-            .await
-            {
+            let destructive = tool.spec.descriptor.annotations.destructive;
+            match confirm(name, arguments, destructive, services.as_deref()).await {
                 Confirmation::Confirmed => {}
                 Confirmation::Ask(pending) => {
-                    record(
-                        digest,
-                        "input_required",
-                        Some("waiting for the user's confirmation"),
+                    record.finish(
+                        Outcome::InputRequired("waiting for the user's confirmation"),
                         None,
                     );
                     return Ok(CallOutput::input_required(pending));
                 }
                 Confirmation::Refused(message) => {
-                    record(digest, "refused", Some(&message), None);
+                    record.finish(Outcome::Refused(&message), None);
                     return Ok(CallOutput::error(message));
                 }
             }
         }
 
-        let limits = policy.limits;
-        let roots = effective_roots(&policy.roots, client_roots);
-
-        // Permits are released when these guards drop, at the end of the call.
-        let cancelled = || {
-            record(digest, "cancelled", None, None);
-            Ok(CallOutput::error(format!(
+        // Acquire: the server-wide permit, then the tool's; released when
+        // these guards drop, at the end of the call.
+        let Some(_permits) = acquire_or_cancel([&self.permits, &tool.permits], cancel).await else {
+            record.finish(Outcome::Cancelled("cancelled while waiting to run"), None);
+            return Ok(CallOutput::error(format!(
                 "call of tool `{name}` was cancelled"
-            )))
+            )));
         };
-        let _global = tokio::select! {
-            permit = Arc::clone(&self.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return cancelled(),
-        };
-        let _tool = tokio::select! {
-            permit = Arc::clone(&tool.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return cancelled(),
-        };
+
+        // Run.
+        let roots = effective_roots(&policy.roots, client_roots);
         let arguments_text = arguments.to_string();
         let report = self
             .sandbox
@@ -317,7 +332,7 @@ impl Dispatcher {
                 pre: &tool.component.pre,
                 name,
                 arguments: &arguments_text,
-                limits: &limits,
+                limits: &policy.limits,
                 roots: &roots,
                 events,
                 services,
@@ -330,9 +345,10 @@ impl Dispatcher {
                 cancel,
             })
             .await;
-        log_guest_output(name, "stdout", &report.stdout, &secrets);
-        log_guest_output(name, "stderr", &report.stderr, &secrets);
+        log_guest_output(name, "stdout", &report.stdout, &record.secrets);
+        log_guest_output(name, "stderr", &report.stderr, &record.secrets);
 
+        // Settle.
         let result_bytes = report.outcome.as_ref().map_or(0, |r| r.size);
         let (output, cancelled) = match report.outcome {
             Ok(result) => (check_output(&tool, result), false),
@@ -345,14 +361,17 @@ impl Dispatcher {
             ),
         };
         let message = match output.content.first() {
-            Some(Content::Text(text)) if output.is_error => Some(first_line(text).to_owned()),
-            _ => None,
+            Some(Content::Text(text)) if output.is_error => first_line(text),
+            _ => "",
         };
-        let outcome = match output.is_error {
-            _ if output.input_required.is_some() => "input_required",
-            _ if cancelled => "cancelled",
-            false => "ok",
-            true => "error",
+        let outcome = if output.input_required.is_some() {
+            Outcome::InputRequired("")
+        } else if cancelled {
+            Outcome::Cancelled(message)
+        } else if output.is_error {
+            Outcome::Error(message)
+        } else {
+            Outcome::Ok
         };
         let facts = RunFacts {
             fuel: report.fuel_used,
@@ -361,8 +380,133 @@ impl Dispatcher {
             bytes_out: result_bytes,
             net: report.net,
         };
-        record(digest, outcome, message.as_deref(), Some(&facts));
+        record.finish(outcome, Some(&facts));
         Ok(output)
+    }
+}
+
+/// Wait for each permit in turn; `None` if `cancel` fires first. The
+/// permits are released when the returned guards drop.
+async fn acquire_or_cancel<const N: usize>(
+    semaphores: [&Arc<Semaphore>; N],
+    cancel: &CancellationToken,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let mut permits = Vec::with_capacity(N);
+    for semaphore in semaphores {
+        let permit = tokio::select! {
+            permit = Arc::clone(semaphore).acquire_owned() => permit.ok()?,
+            () = cancel.cancelled() => return None,
+        };
+        permits.push(permit);
+    }
+    Some(permits)
+}
+
+/// How a call ended; the `&str` is the message the journal keeps.
+#[derive(Debug, Clone, Copy)]
+enum Outcome<'a> {
+    Ok,
+    Error(&'a str),
+    Refused(&'a str),
+    Cancelled(&'a str),
+    InputRequired(&'a str),
+}
+
+impl<'a> Outcome<'a> {
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error(_) => "error",
+            Outcome::Refused(_) => "refused",
+            Outcome::Cancelled(_) => "cancelled",
+            Outcome::InputRequired(_) => "input_required",
+        }
+    }
+
+    fn message(self) -> Option<&'a str> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::Error(m)
+            | Outcome::Refused(m)
+            | Outcome::Cancelled(m)
+            | Outcome::InputRequired(m) => (!m.is_empty()).then_some(m),
+        }
+    }
+}
+
+/// Writes a call's one audit record: a `toolcage::audit` log line and,
+/// when configured, a journal line. A call that is dropped before it
+/// finishes (its client went away, the server shut down) is still
+/// recorded, as cancelled, when the recorder drops.
+struct Recorder<'a> {
+    name: &'a str,
+    arguments: &'a Value,
+    policy: &'a Policy,
+    secrets: Vec<&'a str>,
+    journal: Option<&'a Journal>,
+    client: &'a (dyn Fn() -> ClientId + Sync),
+    arrived: Instant,
+    /// The component that serves the call, once resolved.
+    component: Option<Arc<LoadedComponent>>,
+    /// The dispatcher's shutdown, to say why a dropped call ended.
+    shutdown: &'a CancellationToken,
+    done: bool,
+}
+
+impl Recorder<'_> {
+    fn finish(&mut self, outcome: Outcome<'_>, run: Option<&RunFacts>) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        let digest = self.component.as_ref().map_or("", |c| c.digest.as_str());
+        let duration = self.arrived.elapsed();
+        // Debug: the journal is the record operators keep; a log line per
+        // call at info would cost every call a write to stderr.
+        tracing::debug!(
+            target: "toolcage::audit",
+            tool = %self.name,
+            digest = %digest,
+            duration_us = duration.as_micros() as u64,
+            fuel_used = run.map_or(0, |r| r.fuel),
+            peak_memory_bytes = run.map_or(0, |r| r.peak_memory),
+            outcome = outcome.label(),
+            message = outcome.message().unwrap_or(""),
+            "call"
+        );
+        let Some(journal) = self.journal else {
+            return;
+        };
+        let empty = NetRecord::default();
+        journal.record(&Entry {
+            tool: self.name,
+            digest,
+            client: &(self.client)(),
+            arguments: self.arguments,
+            arguments_mode: self
+                .policy
+                .journal_arguments
+                .unwrap_or_else(|| journal.config().arguments),
+            secrets: &self.secrets,
+            outcome: outcome.label(),
+            message: outcome.message(),
+            duration,
+            fuel: run.map_or(0, |r| r.fuel),
+            peak_memory: run.map_or(0, |r| r.peak_memory),
+            bytes_in: run.map_or(0, |r| r.bytes_in),
+            bytes_out: run.map_or(0, |r| r.bytes_out),
+            net: run.map_or(&empty, |r| &r.net),
+        });
+    }
+}
+
+impl Drop for Recorder<'_> {
+    fn drop(&mut self) {
+        let why = if self.shutdown.is_cancelled() {
+            "the server shut down before the call finished"
+        } else {
+            "abandoned before it finished (the client went away)"
+        };
+        self.finish(Outcome::Cancelled(why), None);
     }
 }
 
@@ -467,10 +611,10 @@ impl Dispatcher {
         let Some(component) = self.registry.snapshot().resource_component(uri) else {
             return Err(ServeError::UnknownResource(uri.to_owned()));
         };
+        let _in_flight = self.calls.token();
         let limits = self.config().defaults.limits;
-        let _global = tokio::select! {
-            permit = Arc::clone(&self.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return Err(ServeError::Failed(format!("read of `{uri}` was cancelled"))),
+        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+            return Err(ServeError::Failed(format!("read of `{uri}` was cancelled")));
         };
         let started = Instant::now();
         let outcome = self
@@ -522,10 +666,10 @@ impl Dispatcher {
                 argument: missing.name.clone(),
             });
         }
+        let _in_flight = self.calls.token();
         let limits = self.config().defaults.limits;
-        let _global = tokio::select! {
-            permit = Arc::clone(&self.permits).acquire_owned() => permit,
-            () = cancel.cancelled() => return Err(ServeError::Failed(format!("prompt `{name}` was cancelled"))),
+        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+            return Err(ServeError::Failed(format!("prompt `{name}` was cancelled")));
         };
         let started = Instant::now();
         let arguments = Value::Object(arguments).to_string();

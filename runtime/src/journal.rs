@@ -18,12 +18,17 @@
 //!   the oldest deleted. The file is created with mode 0600.
 //! - Secrets never reach the journal: configured secret values are replaced
 //!   by `[secret]` wherever they appear in the arguments or messages.
+//! - No line recorded before exit is lost: [`Journal::flush`] (called when a
+//!   transport stops, on stdin EOF and on SIGTERM/SIGINT alike) waits until
+//!   every line queued before it is written, and dropping a `Journal` waits
+//!   for its writer to drain the queue. Both wait at most [`FLUSH_TIMEOUT`],
+//!   so a hung disk cannot hang the exit.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -37,6 +42,18 @@ use crate::net::NetRecord;
 const QUEUE: usize = 4096;
 /// How often a failing journal is reported again.
 const REPORT_EVERY: Duration = Duration::from_secs(60);
+/// The longest a flush (or the drop of a journal) waits for the writer: long
+/// enough for a full queue on a slow disk, short enough that a hung disk
+/// does not hang the process's exit.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the writer thread is sent.
+enum Message {
+    /// One line, newline included.
+    Line(Vec<u8>),
+    /// Write everything queued before this, then answer.
+    Flush(SyncSender<()>),
+}
 
 /// Who made a call.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -88,11 +105,15 @@ pub struct Entry<'a> {
 }
 
 /// An open journal. Dropping it lets the writer finish the queued lines and
-/// stop.
+/// waits for it (at most [`FLUSH_TIMEOUT`]).
 pub struct Journal {
     config: JournalConfig,
-    tx: SyncSender<Vec<u8>>,
+    /// `None` only while dropping.
+    tx: Option<SyncSender<Message>>,
     dropped: Arc<AtomicU64>,
+    /// Signalled by the writer thread when it stops. In a mutex only
+    /// because a `Receiver` is not `Sync`; it is touched once, in `drop`.
+    stopped: std::sync::Mutex<Receiver<()>>,
 }
 
 impl Journal {
@@ -100,6 +121,7 @@ impl Journal {
     /// opened is reported (loudly) and retried on every line.
     pub fn open(config: JournalConfig) -> Journal {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let (stopped_tx, stopped) = std::sync::mpsc::sync_channel(1);
         let dropped = Arc::new(AtomicU64::new(0));
         let mut writer = Writer::new(config.clone(), Arc::clone(&dropped));
         // Open now, so a bad path is reported at start-up, not at the first
@@ -107,15 +129,53 @@ impl Journal {
         writer.ensure_open();
         let spawned = std::thread::Builder::new()
             .name("toolcage-journal".into())
-            .spawn(move || writer.run(rx));
+            .spawn(move || {
+                writer.run(rx);
+                let _ = stopped_tx.send(());
+            });
         if let Err(error) = spawned {
             tracing::error!(%error, "cannot start the call journal writer; calls will not be journaled");
         }
         Journal {
             config,
-            tx,
+            tx: Some(tx),
             dropped,
+            stopped: std::sync::Mutex::new(stopped),
         }
+    }
+
+    /// Wait until every line recorded before this call is written to the
+    /// file (at most [`FLUSH_TIMEOUT`]); `false` if that did not happen in
+    /// time. Blocking: call it off the async runtime's threads, or at exit.
+    pub fn flush(&self) -> bool {
+        let Some(tx) = &self.tx else {
+            return true;
+        };
+        let (ack_tx, ack) = std::sync::mpsc::sync_channel(1);
+        let deadline = Instant::now() + FLUSH_TIMEOUT;
+        // The queue may be full: wait for room, but not past the deadline.
+        let mut message = Message::Flush(ack_tx);
+        loop {
+            match tx.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(TrySendError::Full(_)) => return false,
+            }
+        }
+        let flushed = ack
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_ok();
+        if !flushed {
+            tracing::error!(
+                path = %self.config.path.display(),
+                "the call journal did not finish writing in time; its last lines may be lost"
+            );
+        }
+        flushed
     }
 
     /// The configuration it was opened with.
@@ -126,11 +186,12 @@ impl Journal {
     /// Record one call. Never blocks.
     pub fn record(&self, entry: &Entry<'_>) {
         let line = self.format(entry, SystemTime::now());
-        match self.tx.try_send(line) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        let sent = match &self.tx {
+            Some(tx) => tx.try_send(Message::Line(line)).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -186,6 +247,23 @@ impl Journal {
         let mut bytes = Value::Object(line).to_string().into_bytes();
         bytes.push(b'\n');
         bytes
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // Disconnecting lets the writer drain what is queued and stop.
+        drop(self.tx.take());
+        let stopped = match self.stopped.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(FLUSH_TIMEOUT) {
+            tracing::error!(
+                path = %self.config.path.display(),
+                "the call journal did not finish writing in time; its last lines may be lost"
+            );
+        }
     }
 }
 
@@ -250,22 +328,38 @@ impl Writer {
         }
     }
 
-    fn run(mut self, rx: Receiver<Vec<u8>>) {
+    fn run(mut self, rx: Receiver<Message>) {
+        let mut batch = Vec::new();
+        let mut lines = 0u64;
         while let Ok(first) = rx.recv() {
-            // Batch what has queued up into one write.
-            let mut batch = first;
-            let mut lines = 1u64;
-            while batch.len() < 1 << 20 {
-                match rx.try_recv() {
-                    Ok(more) => {
-                        batch.extend_from_slice(&more);
+            // Batch what has queued up into one write; a flush request writes
+            // the batch so far, then answers.
+            let mut next = Some(first);
+            while let Some(message) = next.take() {
+                match message {
+                    Message::Line(line) => {
+                        batch.extend_from_slice(&line);
                         lines += 1;
                     }
-                    Err(_) => break,
+                    Message::Flush(ack) => {
+                        self.write_batch(&mut batch, &mut lines);
+                        let _ = ack.send(());
+                    }
+                }
+                if batch.len() < 1 << 20 {
+                    next = rx.try_recv().ok();
                 }
             }
-            self.write(&batch, lines);
+            self.write_batch(&mut batch, &mut lines);
         }
+    }
+
+    fn write_batch(&mut self, batch: &mut Vec<u8>, lines: &mut u64) {
+        if *lines > 0 {
+            self.write(batch, *lines);
+        }
+        batch.clear();
+        *lines = 0;
     }
 
     fn write(&mut self, batch: &[u8], lines: u64) {

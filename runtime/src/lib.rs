@@ -129,7 +129,8 @@ impl Host {
     }
 
     /// Serve MCP over Streamable HTTP until SIGTERM/SIGINT, reloading tools
-    /// and config as they change.
+    /// and config as they change; then finish the calls in flight (up to the
+    /// configured grace) and write the journal out.
     ///
     /// # Errors
     ///
@@ -140,34 +141,38 @@ impl Host {
             config: self.options.config.http.clone(),
         };
         settings.validate()?;
-        let _watch = match watch::watch(Arc::clone(self)) {
-            Ok(handle) => Some(handle),
-            Err(error) => {
-                tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
-                None
-            }
-        };
-        http::serve(Arc::clone(self), settings, shutdown_signal()).await
+        let _watch = self.watch();
+        let served = http::serve(Arc::clone(self), settings, shutdown_signal()).await;
+        self.dispatcher.shutdown().await;
+        served
     }
 
-    /// Serve MCP on stdin/stdout until the client closes stdin, reloading
-    /// tools and config as they change.
+    /// Serve MCP on stdin/stdout until the client closes stdin or SIGTERM /
+    /// SIGINT arrives, reloading tools and config as they change; then end
+    /// the calls in flight and write the journal out.
     ///
     /// # Errors
     ///
     /// The client closed the connection before starting a session, or the
     /// transport failed.
     pub async fn serve_stdio(self: &Arc<Self>) -> anyhow::Result<()> {
-        let _watch = match watch::watch(Arc::clone(self)) {
-            Ok(handle) => Some(handle),
-            Err(error) => {
-                tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
-                None
-            }
-        };
+        let _watch = self.watch();
+        let served = self.serve_stdio_session().await;
+        self.dispatcher.shutdown().await;
+        served
+    }
+
+    async fn serve_stdio_session(&self) -> anyhow::Result<()> {
         let server =
             protocol::McpServer::new(Arc::clone(&self.dispatcher), Arc::clone(&self.notifier));
-        let running = match server.serve(stdio::LineTransport::stdio()).await {
+        let running = tokio::select! {
+            running = server.serve(stdio::LineTransport::stdio()) => running,
+            () = shutdown_signal() => {
+                tracing::info!("signal received before a session started; exiting");
+                return Ok(());
+            }
+        };
+        let running = match running {
             Ok(running) => running,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
                 tracing::info!("client closed stdin before starting a session");
@@ -175,9 +180,30 @@ impl Host {
             }
             Err(error) => return Err(error).context("MCP session failed to start"),
         };
-        let reason = running.waiting().await.context("MCP session failed")?;
+        let session = running.cancellation_token();
+        let reason = tokio::select! {
+            reason = running.waiting() => reason.context("MCP session failed")?,
+            () = shutdown_signal() => {
+                tracing::info!("signal received; ending the session");
+                session.cancel();
+                return Ok(());
+            }
+        };
         tracing::info!(?reason, "MCP session ended");
         Ok(())
+    }
+
+    /// Start hot reload of the tools folder and the config file; `None`
+    /// (logged) when the platform watcher cannot be created. Watching stops
+    /// when the handle drops.
+    fn watch(self: &Arc<Self>) -> Option<watch::WatchHandle> {
+        match watch::watch(Arc::clone(self)) {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
+                None
+            }
+        }
     }
 }
 

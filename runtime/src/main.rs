@@ -276,7 +276,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ..ClientId::default()
                 },
             };
-            let output = match host.dispatcher.call(&tool, Some(arguments), context).await {
+            let output = host.dispatcher.call(&tool, Some(arguments), context).await;
+            // The call's journal line is written before anything else happens.
+            host.dispatcher.shutdown().await;
+            let output = match output {
                 Ok(output) => output,
                 Err(error) => bail!("{error}; `toolcage list` shows the available tools"),
             };

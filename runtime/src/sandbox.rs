@@ -97,8 +97,33 @@ pub const MAX_LOG_MESSAGE_BYTES: usize = 16 * 1024;
 const RESIDENT_BYTES: usize = 2 * 1024 * 1024;
 
 /// Instances beyond the call limit kept for loading (`describe`) while calls
-/// run.
+/// run; loads take one of these each ([`Sandbox::load_permits`]), so a
+/// folder of many files never eats into the calls' share of the pool.
 const LOAD_SLOTS: u32 = 16;
+
+/// Core module instances one component instance may create. Components
+/// built by today's toolchains create a handful (a Rust `wasm32-wasip2`
+/// component: the program, the WASI adapter and a few shims); the pool holds
+/// this many per slot, so one call can never take another call's share.
+pub const MAX_CORE_INSTANCES_PER_CALL: u32 = 50;
+/// Linear memories one component instance may define (same reasoning).
+pub const MAX_MEMORIES_PER_CALL: u32 = 10;
+/// Tables one component instance may define (same reasoning).
+pub const MAX_TABLES_PER_CALL: u32 = 20;
+
+/// Host resources (WASI handles: files, directories, streams, pollables,
+/// HTTP requests and bodies) one call may hold at once. Each costs host
+/// memory; real tools hold a few dozen.
+pub const MAX_RESOURCES: usize = 10_000;
+
+/// The largest `get-random-bytes` / `get-insecure-random-bytes` answer, in
+/// bytes (the host allocates it): 1 MiB.
+pub const MAX_RANDOM_BYTES: u64 = 1024 * 1024;
+
+/// What one transfer from the guest to the host may carry beyond the
+/// result-size limit: the host-side representation of the result's list
+/// items (wasmtime counts each lifted list element at its host size).
+const TRANSFER_SLACK: u64 = 64 * 1024;
 
 /// Settings the engine is built with.
 #[derive(Debug, Clone)]
@@ -142,12 +167,17 @@ impl Sandbox {
 
         let slots = settings.max_concurrent_calls + LOAD_SLOTS;
         let mut pool = PoolingAllocationConfig::default();
+        // Every slot can hold the largest instance a call may create, so the
+        // totals are consistent with the per-instance maxima: no number of
+        // calls of one tool can exhaust what another tool's call needs.
         pool.total_component_instances(slots);
-        // A Rust wasm32-wasip2 component holds a few core instances (the
-        // program, the WASI adapter, shims) and one or two memories.
-        pool.total_core_instances(slots * 8);
-        pool.total_memories(slots * 4);
-        pool.total_tables(slots * 4);
+        pool.max_core_instances_per_component(MAX_CORE_INSTANCES_PER_CALL);
+        pool.max_memories_per_component(MAX_MEMORIES_PER_CALL);
+        pool.max_tables_per_component(MAX_TABLES_PER_CALL);
+        pool.total_core_instances(slots * MAX_CORE_INSTANCES_PER_CALL);
+        pool.total_memories(slots * MAX_MEMORIES_PER_CALL);
+        pool.total_tables(slots * MAX_TABLES_PER_CALL);
+        pool.total_stacks(slots);
         pool.max_memory_size(usize::try_from(MAX_MEMORY_MIB * 1024 * 1024)?);
         // Keep the first pages of each memory and table slot mapped between
         // instances instead of returning them to the kernel: a fresh
@@ -520,7 +550,8 @@ impl Sandbox {
         builder
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false);
+            .allow_ip_name_lookup(false)
+            .max_random_size(MAX_RANDOM_BYTES);
         for var in access.env {
             builder.env(&var.name, &var.value);
         }
@@ -536,9 +567,11 @@ impl Sandbox {
             }
         }
         let wasi = builder.build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         let state = HostState {
             wasi,
-            table: ResourceTable::new(),
+            table,
             limiter: CallLimiter {
                 memory_limit: limits.memory_bytes,
                 memory_used: 0,
@@ -561,6 +594,13 @@ impl Sandbox {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        // One transfer from the guest (a lifted argument of a host call, or
+        // the call's result) may not exceed the result-size limit: wasmtime
+        // counts the bytes before it allocates them, so a guest cannot make
+        // the host copy one buffer a million times through an aliased list.
+        let transfer = limits.max_result_bytes.saturating_add(TRANSFER_SLACK);
+        store.set_hostcall_fuel(usize::try_from(transfer).unwrap_or(usize::MAX));
+        store.set_max_component_handles(MAX_RESOURCES);
         Run {
             store: Some(store),
             stdout,
@@ -729,12 +769,6 @@ impl Run {
         store: &Store<HostState>,
         limits: &Limits,
     ) -> CallFailure {
-        let limiter = &store.data().limiter;
-        if limiter.memory_denied {
-            return CallFailure::Memory {
-                limit_bytes: limits.memory_bytes,
-            };
-        }
         if let Some(pending) = error.downcast_ref::<PendingInput>() {
             return CallFailure::InputRequired(pending.clone());
         }
@@ -754,16 +788,72 @@ impl Run {
             }
             _ => {}
         }
+        // A refused memory growth the tool handled does not explain a later
+        // panic; the panic message does (and says the limit was hit).
+        let memory_denied = store.data().limiter.memory_denied;
         if let Some(message) = panic_message(&self.stderr.peek()) {
-            return CallFailure::Panic(message);
+            return CallFailure::Panic(if memory_denied {
+                format!(
+                    "{message} (after its memory limit of {} MiB refused to grow)",
+                    limits.memory_bytes / (1024 * 1024)
+                )
+            } else {
+                message
+            });
         }
-        // The model gets the trap itself, not the wasm backtrace (that
-        // stays in the debug log).
+        if memory_denied {
+            return CallFailure::Memory {
+                limit_bytes: limits.memory_bytes,
+            };
+        }
+        if let Some(failure) = host_limit(&error, limits) {
+            return failure;
+        }
+        // The model gets the cause, never the wasm backtrace (that stays in
+        // the debug log): the trap itself, or the innermost error.
         match error.downcast_ref::<Trap>() {
             Some(trap) => CallFailure::Trap(trap.to_string()),
-            None => CallFailure::Trap(error.to_string()),
+            None => CallFailure::Trap(error.root_cause().to_string()),
         }
     }
+}
+
+/// The limit of the host's own a failure names, if it is one of them:
+/// wasmtime's cap on one transfer from the guest (set from the result-size
+/// limit), the resource table, the random-bytes cap.
+fn host_limit(error: &wasmtime::Error, limits: &Limits) -> Option<CallFailure> {
+    let root = error.root_cause();
+    if let Some(wasmtime::component::ResourceTableError::Full) =
+        root.downcast_ref::<wasmtime::component::ResourceTableError>()
+    {
+        return Some(CallFailure::Resources {
+            limit: MAX_RESOURCES,
+        });
+    }
+    let text = root.to_string();
+    // wasmtime's `HostcallFuelExhausted` is private; its text is stable.
+    if text.starts_with("too much data is being copied between the host and the guest") {
+        // Lifting a host call's arguments happens inside wasm, which leaves
+        // a wasm backtrace on the error; lifting the call's result does not.
+        return Some(
+            if error.downcast_ref::<wasmtime::WasmBacktrace>().is_some() {
+                CallFailure::Transfer {
+                    limit: limits.max_result_bytes,
+                }
+            } else {
+                CallFailure::ResultTooLarge {
+                    size: None,
+                    limit: limits.max_result_bytes,
+                }
+            },
+        );
+    }
+    if text.starts_with("requested len") && text.contains("exceeds limit") {
+        return Some(CallFailure::Random {
+            limit: MAX_RANDOM_BYTES,
+        });
+    }
+    None
 }
 
 /// The Rust standard library's panic hook prints
@@ -812,10 +902,37 @@ pub enum CallFailure {
     #[error("crashed: {0}")]
     Trap(String),
     /// Returned a result larger than the cap.
-    #[error("returned a result of {size} bytes, over the result size limit (limit {limit} bytes)")]
+    #[error(
+        "returned a result {}over the result size limit (limit {limit} bytes)",
+        size.map(|size| format!("of {size} bytes, ")).unwrap_or_default()
+    )]
     ResultTooLarge {
-        /// Its size.
-        size: u64,
+        /// Its size, when known (a result too large to copy out of the guest
+        /// is refused before it is measured).
+        size: Option<u64>,
+        /// The cap.
+        limit: u64,
+    },
+    /// Handed the host more than one transfer may carry (a host call's
+    /// argument larger than the result-size limit).
+    #[error(
+        "passed more than {limit} bytes to the host in one call (the result size limit bounds every transfer)"
+    )]
+    Transfer {
+        /// The cap.
+        limit: u64,
+    },
+    /// Held too many host resources at once.
+    #[error(
+        "held more than {limit} host resources at once (files, streams, pollables, HTTP requests; limit {limit})"
+    )]
+    Resources {
+        /// The cap.
+        limit: usize,
+    },
+    /// Asked for more random bytes at once than the host gives.
+    #[error("asked for more random bytes at once than allowed (limit {limit} bytes per request)")]
+    Random {
         /// The cap.
         limit: u64,
     },
@@ -1086,16 +1203,18 @@ impl wasmtime::ResourceLimiter for CallLimiter {
         Ok(desired <= 1_000_000)
     }
 
+    // The pool already refuses a component that needs more than its slot;
+    // these say the same for instances a guest creates at run time.
     fn instances(&self) -> usize {
-        100
+        MAX_CORE_INSTANCES_PER_CALL as usize
     }
 
     fn tables(&self) -> usize {
-        100
+        MAX_TABLES_PER_CALL as usize
     }
 
     fn memories(&self) -> usize {
-        100
+        MAX_MEMORIES_PER_CALL as usize
     }
 }
 
@@ -1430,7 +1549,7 @@ impl ToolResult {
 fn check_size(size: u64, limits: &Limits) -> Result<(), CallFailure> {
     if size > limits.max_result_bytes {
         return Err(CallFailure::ResultTooLarge {
-            size,
+            size: Some(size),
             limit: limits.max_result_bytes,
         });
     }

@@ -40,7 +40,7 @@ async def still_serving(client):
         (
             "huge_result",
             {"mib": 100},
-            "tool `huge_result` returned a result of 104857600 bytes, over the result size limit (limit 16777216 bytes)",
+            "tool `huge_result` returned a result over the result size limit (limit 16777216 bytes)",
         ),
         ("sleep_forever", {}, "tool `sleep_forever` exceeded its deadline (limit 1500 ms)"),
     ],

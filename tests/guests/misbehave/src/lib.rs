@@ -124,10 +124,13 @@ fn now_ns() -> u64 {
 }
 
 /// Sleep for `ms` milliseconds and report when the call started and ended,
-/// so a test can tell how many calls overlapped.
+/// so a test can tell how many calls overlapped. A progress report at the
+/// start (sent only to a client that asked for progress) tells a test that
+/// the guest is running.
 #[tool]
 fn slow(args: SlowArgs) -> Result<Interval, String> {
     let start_ns = now_ns();
+    toolcage_guest::progress(0.0, None, Some("started"));
     std::thread::sleep(Duration::from_millis(args.ms));
     Ok(Interval {
         start_ns,
