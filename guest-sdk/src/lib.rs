@@ -597,24 +597,113 @@ impl ResourceDef {
     }
 }
 
-/// Match `uri` against a level-1 template, returning the variables.
+/// Match `uri` against a level-1 template, returning the variables (`None`
+/// if it does not match, or the template is malformed).
+///
+/// The same algorithm as the host's (`runtime/src/template.rs`), in time
+/// linear in the URI: a variable never spans a `/`, so the URI's
+/// `/`-separated segments align with the template's; within a segment each
+/// literal takes its leftmost place (the last one the end), and each
+/// variable the shortest text that lets the rest match. Both are tested on
+/// `guest-sdk/tests/uri-templates.txt`.
 fn match_template(template: &str, uri: &str) -> Option<Vec<(String, String)>> {
-    let Some(open) = template.find('{') else {
-        return (template == uri).then(Vec::new);
-    };
-    let uri = uri.strip_prefix(&template[..open])?;
-    let rest = &template[open + 1..];
-    let close = rest.find('}')?;
-    let (name, after) = (&rest[..close], &rest[close + 1..]);
-    let limit = uri.find('/').unwrap_or(uri.len());
-    uri.char_indices()
-        .map(|(i, c)| i + c.len_utf8())
-        .take_while(|end| *end <= limit)
-        .find_map(|end| {
-            let mut vars = match_template(after, &uri[end..])?;
-            vars.insert(0, (name.to_owned(), uri[..end].to_owned()));
-            Some(vars)
-        })
+    let mut vars = Vec::new();
+    let mut pieces = uri.split('/');
+    for segment in template_segments(template)? {
+        let text = pieces.next()?;
+        let mut pos = 0;
+        let mut pending: Vec<&str> = Vec::new();
+        for (i, part) in segment.iter().enumerate() {
+            match *part {
+                TemplatePart::Variable(name) => pending.push(name),
+                TemplatePart::Literal(literal) if pending.is_empty() => {
+                    text[pos..].strip_prefix(literal)?;
+                    pos += literal.len();
+                }
+                TemplatePart::Literal(literal) => {
+                    let start = advance_chars(text, pos, pending.len())?;
+                    let found = if i + 1 == segment.len() {
+                        let at = text.len().checked_sub(literal.len())?;
+                        (at >= start && text.is_char_boundary(at) && &text[at..] == literal)
+                            .then_some(at)?
+                    } else {
+                        start + text[start..].find(literal)?
+                    };
+                    share_span(&pending, &text[pos..found], &mut vars);
+                    pending.clear();
+                    pos = found + literal.len();
+                }
+            }
+        }
+        if pending.is_empty() {
+            if pos != text.len() {
+                return None;
+            }
+        } else {
+            advance_chars(text, pos, pending.len())?;
+            share_span(&pending, &text[pos..], &mut vars);
+        }
+    }
+    pieces.next().is_none().then_some(vars)
+}
+
+#[derive(Clone, Copy)]
+enum TemplatePart<'a> {
+    Literal(&'a str),
+    Variable(&'a str),
+}
+
+/// A template's `/`-separated segments (split at the `/`s of its literal
+/// text), or `None` if its braces are unbalanced.
+fn template_segments(template: &str) -> Option<Vec<Vec<TemplatePart<'_>>>> {
+    fn push_literal<'a>(segments: &mut Vec<Vec<TemplatePart<'a>>>, text: &'a str) -> Option<()> {
+        for (i, piece) in text.split('/').enumerate() {
+            if i > 0 {
+                segments.push(Vec::new());
+            }
+            if !piece.is_empty() {
+                segments.last_mut()?.push(TemplatePart::Literal(piece));
+            }
+        }
+        Some(())
+    }
+    let mut segments = vec![Vec::new()];
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        push_literal(&mut segments, &rest[..open])?;
+        let close = rest[open..].find('}')? + open;
+        segments
+            .last_mut()?
+            .push(TemplatePart::Variable(&rest[open + 1..close]));
+        rest = &rest[close + 1..];
+    }
+    push_literal(&mut segments, rest)?;
+    Some(segments)
+}
+
+/// The byte offset `chars` characters after `pos`, if `text` has them.
+fn advance_chars(text: &str, pos: usize, chars: usize) -> Option<usize> {
+    let mut at = pos;
+    let mut iter = text[pos..].chars();
+    for _ in 0..chars {
+        at += iter.next()?.len_utf8();
+    }
+    Some(at)
+}
+
+/// Give `names` their shares of `span`: one character each but the last,
+/// which takes the rest.
+fn share_span(names: &[&str], span: &str, vars: &mut Vec<(String, String)>) {
+    let mut rest = span;
+    for (i, name) in names.iter().enumerate() {
+        let take = if i + 1 == names.len() {
+            rest.len()
+        } else {
+            rest.chars().next().map_or(0, char::len_utf8)
+        };
+        vars.push(((*name).to_owned(), rest[..take].to_owned()));
+        rest = &rest[take..];
+    }
 }
 
 /// One message of a prompt.
@@ -1070,6 +1159,32 @@ mod tests {
 
     fn def() -> ToolDef {
         ToolDef::new("double", "Double a number.", double)
+    }
+
+    #[test]
+    fn templates_match_as_the_host_matches() {
+        const CASES: &str = include_str!("../tests/uri-templates.txt");
+        let mut checked = 0;
+        for line in CASES
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [template, uri, expected] = fields[..] else {
+                panic!("bad case line: {line:?}");
+            };
+            let got = match match_template(template, uri) {
+                None => "no match".to_owned(),
+                Some(vars) => vars
+                    .iter()
+                    .map(|(name, value)| format!("{name}={value}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            assert_eq!(got, expected, "{template} against {uri}");
+            checked += 1;
+        }
+        assert!(checked > 10);
     }
 
     #[test]

@@ -297,7 +297,14 @@ pub fn normalize(path: &Path) -> PathBuf {
 pub struct ServerSettings {
     /// Calls that may run at once across all tools.
     pub max_concurrent_calls: u32,
+    /// The most a file's `describe` (and its lists of resources, templates
+    /// and prompts) may hand the host, in bytes.
+    pub max_describe_bytes: u64,
 }
+
+/// Default cap on what one file's `describe` may return: 4 MiB, hundreds of
+/// tools with long descriptions and schemas.
+pub const DEFAULT_MAX_DESCRIBE_KIB: u64 = 4 * 1024;
 
 /// What one call of a tool may consume. Every field is always set: limits
 /// are always on.
@@ -345,6 +352,7 @@ impl Default for Config {
             cache_dir: None,
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+                max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
             },
             http: HttpConfig::default(),
             defaults: Policy::default(),
@@ -417,7 +425,21 @@ impl Config {
                 .server
                 .max_concurrent_calls
                 .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
+            max_describe_bytes: raw
+                .server
+                .max_describe_kib
+                .unwrap_or(DEFAULT_MAX_DESCRIBE_KIB)
+                * 1024,
         };
+        if let Some(kib) = raw.server.max_describe_kib
+            && !(64..=1024 * 1024).contains(&kib)
+        {
+            return Err(invalid(
+                "server.max_describe_kib".into(),
+                kib.to_string(),
+                "must be between 64 and 1048576 (1 GiB)",
+            ));
+        }
         if !(1..=10_000).contains(&server.max_concurrent_calls) {
             return Err(invalid(
                 "server.max_concurrent_calls".into(),
@@ -579,6 +601,7 @@ impl RawJournal {
 #[serde(deny_unknown_fields)]
 struct RawServer {
     max_concurrent_calls: Option<u32>,
+    max_describe_kib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

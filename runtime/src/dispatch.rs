@@ -19,15 +19,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::catalog::{LoadedComponent, LoadedTool, Registry};
-use crate::config::{Config, Policy};
+use crate::catalog::{LoadedComponent, LoadedTool, Registry, ToolSpec};
+use crate::config::{Config, Limits, Policy};
 use crate::journal::{ClientId, Entry, Journal};
+use crate::json;
 use crate::net::NetRecord;
 use crate::roots::effective_roots;
 use crate::sandbox::{
     Access, CallFailure, CallSpec, CapturedOutput, ClientServices, Content, ElicitAnswer,
     EventSink, PendingInput, PromptOutput, ResourceContent, Sandbox, ServiceError, ToolResult,
 };
+use crate::schema::{BudgetExceeded, budget_for};
 
 /// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
 /// (a cancelled guest stops at its next epoch tick, 10 ms).
@@ -159,13 +161,20 @@ impl Dispatcher {
         }
     }
 
+    /// Cancel the calls in flight and refuse new ones, at once (the first
+    /// step of [`Dispatcher::shutdown`], for a transport that must stop
+    /// before it can wait).
+    pub fn stop_calls(&self) {
+        self.shutdown.cancel();
+    }
+
     /// Stop: cancel the calls in flight and refuse new ones, wait (at most
     /// [`SHUTDOWN_WAIT`]) until each has been recorded, then wait until the
     /// journal has written every line. Called by every transport when it
     /// stops serving (stdin closed, SIGTERM, SIGINT) and by the CLI, so no
     /// journal line is lost at exit.
     pub async fn shutdown(&self) {
-        self.shutdown.cancel();
+        self.stop_calls();
         self.calls.close();
         if tokio::time::timeout(SHUTDOWN_WAIT, self.calls.wait())
             .await
@@ -233,10 +242,13 @@ impl Dispatcher {
         // A shutdown ends the call where it is: dropping the phases discards
         // the store, and their `Recorder` journals the call as cancelled.
         tokio::select! {
-            output = self.run_phases(name, &arguments, &current, context) => output,
+            // A shutdown wins over the client's own cancellation, which a
+            // shutdown also fires.
+            biased;
             () = self.shutdown.cancelled() => Ok(CallOutput::error(format!(
                 "call of tool `{name}` was cancelled: the server is shutting down"
             ))),
+            output = self.run_phases(name, &arguments, &current, context) => output,
         }
     }
 
@@ -284,14 +296,27 @@ impl Dispatcher {
         record.component = Some(Arc::clone(&tool.component));
 
         // Check the arguments.
-        if let Some(problems) = schema_problems(&tool.spec.input_validator, arguments) {
-            record.finish(
-                Outcome::Refused("arguments do not match the input schema"),
-                None,
-            );
-            return Ok(CallOutput::error(format!(
-                "arguments do not match the input schema of tool `{name}`:\n{problems}"
-            )));
+        let arguments_text = arguments.to_string();
+        match validate(&tool.spec, Which::Input, arguments, arguments_text.len()).await {
+            Ok(None) => {}
+            Ok(Some(problems)) => {
+                record.finish(
+                    Outcome::Refused("arguments do not match the input schema"),
+                    None,
+                );
+                return Ok(CallOutput::error(format!(
+                    "arguments do not match the input schema of tool `{name}`:\n{problems}"
+                )));
+            }
+            Err(exceeded) => {
+                record.finish(
+                    Outcome::Refused("arguments could not be checked within the budget"),
+                    None,
+                );
+                return Ok(CallOutput::error(format!(
+                    "the arguments of tool `{name}` could not be checked: {exceeded}; the tool was not run"
+                )));
+            }
         }
 
         // Confirm: before anything runs, and before taking a permit (a
@@ -325,7 +350,6 @@ impl Dispatcher {
 
         // Run.
         let roots = effective_roots(&policy.roots, client_roots);
-        let arguments_text = arguments.to_string();
         let report = self
             .sandbox
             .call(CallSpec {
@@ -351,7 +375,7 @@ impl Dispatcher {
         // Settle.
         let result_bytes = report.outcome.as_ref().map_or(0, |r| r.size);
         let (output, cancelled) = match report.outcome {
-            Ok(result) => (check_output(&tool, result), false),
+            Ok(result) => (check_output(&tool, result, &policy.limits).await, false),
             Err(CallFailure::InputRequired(pending)) => {
                 (CallOutput::input_required(pending), false)
             }
@@ -469,8 +493,8 @@ impl Recorder<'_> {
             duration_us = duration.as_micros() as u64,
             fuel_used = run.map_or(0, |r| r.fuel),
             peak_memory_bytes = run.map_or(0, |r| r.peak_memory),
-            outcome = outcome.label(),
-            message = outcome.message().unwrap_or(""),
+            outcome = %outcome.label(),
+            message = %outcome.message().unwrap_or(""),
             "call"
         );
         let Some(journal) = self.journal else {
@@ -608,6 +632,13 @@ impl Dispatcher {
         uri: &str,
         cancel: &CancellationToken,
     ) -> Result<Vec<ResourceContent>, ServeError> {
+        if uri.len() > crate::catalog::MAX_URI_BYTES {
+            return Err(ServeError::Refused(format!(
+                "the resource URI is {} bytes, over the limit of {}",
+                uri.len(),
+                crate::catalog::MAX_URI_BYTES
+            )));
+        }
         let Some(component) = self.registry.snapshot().resource_component(uri) else {
             return Err(ServeError::UnknownResource(uri.to_owned()));
         };
@@ -711,37 +742,106 @@ fn audit<T>(kind: &str, key: &str, digest: &str, started: Instant, result: &Resu
     );
 }
 
-/// Parse and check a guest's result against the tool's contract.
-fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
-    let name = &tool.spec.descriptor.name;
-    let structured = match result.structured {
-        None => None,
-        Some(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(value @ Value::Object(_)) => Some(value),
-            Ok(_) => {
-                return CallOutput::error(format!(
-                    "tool `{name}` returned structured output that is not a JSON object"
-                ));
-            }
-            Err(error) => {
-                return CallOutput::error(format!(
-                    "tool `{name}` returned structured output that is not valid JSON: {error}"
-                ));
-            }
-        },
+/// How much host memory a result's parsed structured output may take, as a
+/// multiple of the result-size limit (the text is already within that
+/// limit; parsed, `[0,0,…]` takes sixteen times its text).
+const PARSED_OUTPUT_FACTOR: u64 = 4;
+
+/// Instances up to this size (JSON text, in bytes) are parsed and checked
+/// on the runtime thread; larger ones on the blocking pool, so a runtime
+/// thread never spends long on a client's or a guest's data (a check is
+/// bounded by its step budget, which grows with the instance).
+const INLINE_CHECK_BYTES: usize = 64 * 1024;
+
+/// Which of a tool's schemas.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    Input,
+    Output,
+}
+
+/// Check `value` (`bytes` of JSON text) against the tool's `which` schema,
+/// under the step budget for its size.
+async fn validate(
+    spec: &Arc<ToolSpec>,
+    which: Which,
+    value: &Value,
+    bytes: usize,
+) -> Result<Option<String>, BudgetExceeded> {
+    let check = move |spec: &ToolSpec, value: &Value| match which {
+        Which::Input => spec.input_validator.problems(value, budget_for(bytes)),
+        Which::Output => spec
+            .output_validator
+            .as_ref()
+            .map_or(Ok(None), |schema| schema.problems(value, budget_for(bytes))),
     };
-    if !result.is_error
-        && let Some(validator) = &tool.spec.output_validator
-    {
-        {
-            let Some(value) = &structured else {
-                return CallOutput::error(format!(
-                    "tool `{name}` declares an output schema but returned no structured output"
-                ));
+    if bytes <= INLINE_CHECK_BYTES {
+        return check(spec, value);
+    }
+    let (spec, value) = (Arc::clone(spec), value.clone());
+    tokio::task::spawn_blocking(move || check(&spec, &value))
+        .await
+        // The check does not panic (running out of steps is an `Err`);
+        // a panic would be a bug, reported as a budget failure.
+        .unwrap_or(Err(BudgetExceeded {
+            steps: budget_for(bytes),
+        }))
+}
+
+/// Parse and check a guest's result against the tool's contract.
+async fn check_output(tool: &LoadedTool, result: ToolResult, limits: &Limits) -> CallOutput {
+    let name = &tool.spec.descriptor.name;
+    let budget = limits.max_result_bytes.saturating_mul(PARSED_OUTPUT_FACTOR);
+    let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+    let (structured, bytes) = match result.structured {
+        None => (None, 0),
+        Some(text) => {
+            let bytes = text.len();
+            let parsed = if bytes <= INLINE_CHECK_BYTES {
+                json::parse(&text, budget)
+            } else {
+                tokio::task::spawn_blocking(move || json::parse(&text, budget))
+                    .await
+                    .unwrap_or(Err(json::ParseError::TooLarge { budget }))
             };
-            if let Some(problems) = schema_problems(validator, value) {
+            match parsed {
+                Ok(value @ Value::Object(_)) => (Some(value), bytes),
+                Ok(_) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output that is not a JSON object"
+                    ));
+                }
+                Err(error @ json::ParseError::TooLarge { .. }) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output too large to check: {error} \
+                         ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
+                        limits.max_result_bytes
+                    ));
+                }
+                Err(json::ParseError::Syntax(error)) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output that is not valid JSON: {error}"
+                    ));
+                }
+            }
+        }
+    };
+    if !result.is_error && tool.spec.output_validator.is_some() {
+        let Some(value) = &structured else {
+            return CallOutput::error(format!(
+                "tool `{name}` declares an output schema but returned no structured output"
+            ));
+        };
+        match validate(&tool.spec, Which::Output, value, bytes).await {
+            Ok(None) => {}
+            Ok(Some(problems)) => {
                 return CallOutput::error(format!(
                     "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
+                ));
+            }
+            Err(exceeded) => {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
                 ));
             }
         }
@@ -751,29 +851,6 @@ fn check_output(tool: &LoadedTool, result: ToolResult) -> CallOutput {
         structured,
         is_error: result.is_error,
         input_required: None,
-    }
-}
-
-/// Every violation of `validator` by `value`, one per line as
-/// `- <path>: <message>`, or `None` if it is valid.
-fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
-    let problems: Vec<String> = validator
-        .iter_errors(value)
-        .take(20)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let path = if path.is_empty() {
-                "(root)".to_owned()
-            } else {
-                path
-            };
-            format!("- {path}: {error}")
-        })
-        .collect();
-    if problems.is_empty() {
-        None
-    } else {
-        Some(problems.join("\n"))
     }
 }
 

@@ -10,6 +10,9 @@
 //! - [`catalog`]: loads the tools folder into an immutable
 //!   [`catalog::Catalog`] (descriptors validated, schemas compiled, name
 //!   clashes resolved); the [`catalog::Registry`] holds the current one.
+//! - [`schema`]: tools' JSON Schemas, compiled under limits at load and
+//!   validated under a step budget.
+//! - [`template`]: resource URI templates, matched in linear time.
 //! - [`roots`]: a call's effective roots: the tool's grants narrowed by the
 //!   client's roots.
 //! - [`dispatch`]: one call, end to end: argument validation, permits, the
@@ -22,6 +25,8 @@
 //! - [`http`]: the Streamable HTTP transport: token, admission, shutdown.
 //! - [`net`]: outbound HTTP for tools, behind each tool's host allow-list.
 //! - [`journal`]: the call journal (one JSON line per call).
+//! - [`json`]: JSON from untrusted sources, parsed under a byte budget and
+//!   measured as it will be sent.
 //! - [`watch`]: hot reload of the tools folder and the config file.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
@@ -34,12 +39,15 @@ pub mod config;
 pub mod dispatch;
 pub mod http;
 pub mod journal;
+pub mod json;
 pub mod net;
 pub mod protocol;
 pub mod roots;
 pub mod sandbox;
+pub mod schema;
 pub mod services;
 pub mod stdio;
+pub mod template;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -181,9 +189,16 @@ impl Host {
             Err(error) => return Err(error).context("MCP session failed to start"),
         };
         let session = running.cancellation_token();
+        // The calls are stopped inside the signal's branch, before `select!`
+        // drops the session (which cancels every request on its own), so
+        // they are recorded as ended by the shutdown, not by their client.
+        let signalled = async {
+            shutdown_signal().await;
+            self.dispatcher.stop_calls();
+        };
         let reason = tokio::select! {
             reason = running.waiting() => reason.context("MCP session failed")?,
-            () = shutdown_signal() => {
+            () = signalled => {
                 tracing::info!("signal received; ending the session");
                 session.cancel();
                 return Ok(());

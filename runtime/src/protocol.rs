@@ -342,7 +342,7 @@ impl ServerHandler for McpServer {
         let templates = catalog
             .templates
             .iter()
-            .map(|t| to_mcp_template(&t.descriptor))
+            .map(|t| to_mcp_template(&t.descriptor.raw))
             .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         if is_stateless(&ctx) {
@@ -776,6 +776,12 @@ fn to_mcp_content(item: Content) -> ContentBlock {
     }
 }
 
+/// Events of one call that may wait for the client at once; past it, log
+/// messages are dropped (and counted) and progress is coalesced to the
+/// latest report, so a guest cannot make the host buffer without bound
+/// however slowly its client reads.
+const EVENT_QUEUE: usize = 64;
+
 /// Turns a call's [`GuestEvent`]s into notifications to its client.
 struct EventForwarder {
     /// `None` when the client asked for nothing a guest could send.
@@ -787,12 +793,11 @@ struct ForwarderInner {
     progress_token: Option<ProgressToken>,
     min_level: Option<LogLevel>,
     /// The queue to the draining task and the task, once an event needed it.
-    running: std::sync::Mutex<
-        Option<(
-            mpsc::UnboundedSender<GuestEvent>,
-            tokio::task::JoinHandle<()>,
-        )>,
-    >,
+    running: std::sync::Mutex<Option<(mpsc::Sender<GuestEvent>, tokio::task::JoinHandle<()>)>>,
+    /// The latest progress report that found the queue full.
+    overflow_progress: Arc<Mutex<Option<GuestEvent>>>,
+    /// Log messages dropped because the queue was full.
+    dropped_logs: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl EventForwarder {
@@ -809,13 +814,16 @@ impl EventForwarder {
                     progress_token,
                     min_level,
                     running: std::sync::Mutex::new(None),
+                    overflow_progress: Arc::default(),
+                    dropped_logs: Arc::default(),
                 })
             }),
         }
     }
 
     /// The sink for the sandbox: drops what the client did not ask for,
-    /// queues the rest (never blocks), starting the task on first use.
+    /// queues the rest (never blocks, never grows past [`EVENT_QUEUE`]),
+    /// starting the task on first use.
     fn sink(&self) -> Option<crate::sandbox::EventSink> {
         let inner = Arc::clone(self.inner.as_ref()?);
         Some(Arc::new(move |event: GuestEvent| {
@@ -830,13 +838,31 @@ impl EventForwarder {
                 return;
             };
             let (tx, _) = running.get_or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let task =
-                    tokio::spawn(drain(inner.peer.clone(), inner.progress_token.clone(), rx));
+                let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+                let task = tokio::spawn(drain(
+                    inner.peer.clone(),
+                    inner.progress_token.clone(),
+                    rx,
+                    Arc::clone(&inner.overflow_progress),
+                    Arc::clone(&inner.dropped_logs),
+                ));
                 (tx, task)
             });
-            // An error means the client went away; the event is moot.
-            let _ = tx.send(event);
+            match tx.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(event @ GuestEvent::Progress { .. })) => {
+                    if let Ok(mut slot) = inner.overflow_progress.lock() {
+                        *slot = Some(event);
+                    }
+                }
+                Err(mpsc::error::TrySendError::Full(GuestEvent::Log { .. })) => {
+                    inner
+                        .dropped_logs
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                // The client went away; the event is moot.
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
         }))
     }
 
@@ -856,38 +882,86 @@ impl EventForwarder {
 async fn drain(
     peer: Peer<RoleServer>,
     progress_token: Option<ProgressToken>,
-    mut rx: mpsc::UnboundedReceiver<GuestEvent>,
+    mut rx: mpsc::Receiver<GuestEvent>,
+    overflow_progress: Arc<Mutex<Option<GuestEvent>>>,
+    dropped_logs: Arc<std::sync::atomic::AtomicU32>,
 ) {
     let mut last_progress = f64::NEG_INFINITY;
-    while let Some(event) = rx.recv().await {
-        match event {
-            GuestEvent::Log { level, message } => {
-                let param = LoggingMessageNotificationParam::new(
-                    to_mcp_level(level),
-                    serde_json::Value::String(message),
-                )
-                .with_logger("tool");
-                let _ =
-                    tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_logging_message(param)).await;
+    let mut stalled = false;
+    let take_overflow = || {
+        overflow_progress
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+    };
+    loop {
+        // The queue first, then a progress report that found it full (the
+        // latest only: progress supersedes progress).
+        let event = match rx.recv().await {
+            Some(event) => event,
+            None => match take_overflow() {
+                Some(event) => event,
+                None => break,
+            },
+        };
+        for event in std::iter::once(event).chain(take_overflow()) {
+            // A client that let one notification time out is not reading:
+            // the rest are dropped rather than each waiting its timeout.
+            if !stalled {
+                stalled = !notify(&peer, progress_token.as_ref(), &mut last_progress, event).await;
             }
-            GuestEvent::Progress {
-                done,
-                total,
-                message,
-            } => {
-                // MCP requires progress to increase; drop reports that do not.
-                let Some(token) = &progress_token else {
-                    continue;
-                };
-                if done <= last_progress {
-                    continue;
-                }
-                last_progress = done;
-                let mut param = ProgressNotificationParam::new(token.clone(), done);
-                param.total = total;
-                param.message = message;
-                let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_progress(param)).await;
+        }
+    }
+    let dropped = dropped_logs.load(std::sync::atomic::Ordering::Relaxed);
+    if dropped > 0 && !stalled {
+        let message = GuestEvent::Log {
+            level: LogLevel::Warning,
+            message: format!(
+                "{dropped} log messages of this call were dropped: the client was not reading fast enough"
+            ),
+        };
+        notify(&peer, progress_token.as_ref(), &mut last_progress, message).await;
+    }
+}
+
+/// Send one guest event to the client, bounded by [`NOTIFY_TIMEOUT`];
+/// `false` if the client did not take it in time.
+async fn notify(
+    peer: &Peer<RoleServer>,
+    progress_token: Option<&ProgressToken>,
+    last_progress: &mut f64,
+    event: GuestEvent,
+) -> bool {
+    match event {
+        GuestEvent::Log { level, message } => {
+            let param = LoggingMessageNotificationParam::new(
+                to_mcp_level(level),
+                serde_json::Value::String(message),
+            )
+            .with_logger("tool");
+            tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_logging_message(param))
+                .await
+                .is_ok()
+        }
+        GuestEvent::Progress {
+            done,
+            total,
+            message,
+        } => {
+            // MCP requires progress to increase; drop reports that do not.
+            let Some(token) = progress_token else {
+                return true;
+            };
+            if done <= *last_progress {
+                return true;
             }
+            *last_progress = done;
+            let mut param = ProgressNotificationParam::new(token.clone(), done);
+            param.total = total;
+            param.message = message;
+            tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_progress(param))
+                .await
+                .is_ok()
         }
     }
 }

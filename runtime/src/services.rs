@@ -20,13 +20,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine as _;
+use hmac::{Hmac, Mac};
 use rmcp::model::{ClientResult, ServerRequest};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::sandbox::{
-    ClientServices, ElicitAnswer, PendingAsk, PendingInput, SampleAnswer, SampleRequest,
+    Ask, ClientServices, ElicitAnswer, PendingAsk, PendingInput, SampleAnswer, SampleRequest,
     ServiceError, ServiceFuture,
 };
 
@@ -42,10 +43,23 @@ pub struct Capabilities {
     pub sample: bool,
 }
 
+impl Capabilities {
+    /// `Err` (the message for the guest) unless the client declared `ask`.
+    fn can(self, ask: Ask) -> Result<(), String> {
+        match ask {
+            Ask::Elicit if !self.elicit => Err(cannot_text("elicitation")),
+            Ask::Sample if !self.sample => Err(cannot_text("sampling")),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn cannot_text(what: &str) -> String {
+    format!("the client does not support {what}; ask the user in the tool's result instead")
+}
+
 fn cannot(what: &str) -> ServiceError {
-    ServiceError::Refused(format!(
-        "the client does not support {what}; ask the user in the tool's result instead"
-    ))
+    ServiceError::Refused(cannot_text(what))
 }
 
 /// The wire JSON of an `elicitation/create` request.
@@ -142,6 +156,10 @@ impl PeerServices {
 }
 
 impl ClientServices for PeerServices {
+    fn can(&self, ask: Ask) -> Result<(), String> {
+        self.capabilities.can(ask)
+    }
+
     fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
         let peer = self.peer.clone();
         let capable = self.capabilities.elicit;
@@ -223,6 +241,10 @@ impl ReplayServices {
 }
 
 impl ClientServices for ReplayServices {
+    fn can(&self, ask: Ask) -> Result<(), String> {
+        self.capabilities.can(ask)
+    }
+
     fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
         let key = self.next_key(true);
         self.elicit_keyed(key, message, schema)
@@ -272,20 +294,23 @@ fn state_key() -> &'static [u8; 32] {
     })
 }
 
-fn hmac(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    let mut inner = Sha256::new();
-    let mut outer = Sha256::new();
-    let mut ipad = [0x36u8; 64];
-    let mut opad = [0x5cu8; 64];
-    for (i, byte) in key.iter().enumerate() {
-        ipad[i] ^= byte;
-        opad[i] ^= byte;
+fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
+    // HMAC takes a key of any length, so this never fails.
+    match <Hmac<Sha256> as Mac>::new_from_slice(key) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC accepts keys of every length"),
     }
-    inner.update(ipad);
-    inner.update(message);
-    outer.update(opad);
-    outer.update(inner.finalize());
-    outer.finalize().into()
+}
+
+/// The bytes of lowercase or uppercase hex `text`, if it is hex.
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// A digest of a call's tool and arguments, binding state to them.
@@ -300,11 +325,12 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
 /// Sign the answers gathered for the call identified by `digest`.
 pub fn sign_state(digest: &str, answers: &BTreeMap<String, Value>) -> String {
     let body = json!({"call": digest, "answers": answers}).to_string();
-    let mac = hmac(state_key(), body.as_bytes());
+    let mut tag = mac(state_key());
+    tag.update(body.as_bytes());
     format!(
         "{}.{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(body),
-        crate::catalog::hex(&mac)
+        crate::catalog::hex(&tag.finalize().into_bytes())
     )
 }
 
@@ -318,15 +344,11 @@ pub fn verify_state(state: &str, digest: &str) -> Result<BTreeMap<String, Value>
     let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(body)
         .map_err(|_| "`requestState` is malformed")?;
-    let expected = crate::catalog::hex(&hmac(state_key(), &body));
-    // Compare MACs without an early exit.
-    let same = expected.len() == mac.len()
-        && expected
-            .bytes()
-            .zip(mac.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if !same {
+    let presented = decode_hex(mac).ok_or("`requestState` is malformed")?;
+    let mut tag = self::mac(state_key());
+    tag.update(&body);
+    // `verify_slice` compares in constant time.
+    if tag.verify_slice(&presented).is_err() {
         return Err("`requestState` was not issued by this server (or was altered)".into());
     }
     let body: Value = serde_json::from_slice(&body).map_err(|_| "`requestState` is malformed")?;
@@ -366,14 +388,6 @@ mod tests {
         assert!(verify_state(&format!("{forged_body}.{mac}"), &digest).is_err());
         assert!(verify_state(&format!("{body}.00"), &digest).is_err());
         assert!(verify_state("garbage", &digest).is_err());
-    }
-
-    #[test]
-    fn hmac_matches_rfc4231_case_2_shape() {
-        // Deterministic for a fixed key and message.
-        let key = [7u8; 32];
-        assert_eq!(hmac(&key, b"m"), hmac(&key, b"m"));
-        assert_ne!(hmac(&key, b"m"), hmac(&key, b"n"));
     }
 
     #[test]

@@ -38,7 +38,23 @@ GUEST_FILES = {
     "v1": "versioned_v1.wasm",
     "v2": "versioned_v2.wasm",
     "conformance": "conformance_fixture.wasm",
+    "hostile": "hostile.wasm",
+    "impostor": "impostor.wasm",
 }
+# One hostile descriptor per build of tests/guests/hostile-describe.
+for _feature in [
+    "huge-description",
+    "many-tools",
+    "many-properties",
+    "exp-schema",
+    "exp-output",
+    "pattern-schema",
+    "ref-chain",
+    "self-ref",
+    "template-bomb",
+    "deep-schema",
+]:
+    GUEST_FILES[f"describe:{_feature}"] = f"hostile_describe_{_feature.replace('-', '_')}.wasm"
 
 
 @pytest.fixture
@@ -194,7 +210,7 @@ class RawServer:
             if message.get("id") == request_id and ("result" in message or "error" in message):
                 return message
 
-    def initialize(self, version: str = LEGACY) -> dict:
+    def initialize(self, version: str = LEGACY, capabilities: dict | None = None) -> dict:
         self.send(
             {
                 "jsonrpc": "2.0",
@@ -202,7 +218,7 @@ class RawServer:
                 "method": "initialize",
                 "params": {
                     "protocolVersion": version,
-                    "capabilities": {},
+                    "capabilities": capabilities or {},
                     "clientInfo": {"name": "raw-test", "version": "0"},
                 },
             }

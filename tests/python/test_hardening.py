@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LEGACY, RawServer, read_journal
+from conftest import GUEST_FILES, RawServer, read_journal
 
 # --- The journal loses nothing at exit ----------------------------------------
 
@@ -94,3 +94,239 @@ def test_calls_running_at_sigterm_are_journaled_as_cancelled(setup, tmp_path):
     entries = read_journal(log)
     assert [e["outcome"] for e in entries] == ["cancelled"] * 3, entries
     assert all("shut down" in e["message"] for e in entries), entries
+
+
+# --- Hostile components ---------------------------------------------------------
+
+
+class Probe(RawServer):
+    """The server on raw pipes, with calls by name and its peak memory."""
+
+    def __init__(self, s, **kwargs):
+        super().__init__(s, **kwargs)
+        self.next_id = 0
+
+    def call(self, name: str, arguments: dict | None = None, meta: dict | None = None) -> dict:
+        self.next_id += 1
+        request = call(self.next_id, name, arguments or {})
+        if meta:
+            request["params"]["_meta"] = meta
+        self.send(request)
+        reply = self.read_response(self.next_id)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.read_response(self.next_id)
+
+    def peak_mib(self) -> int:
+        """VmHWM: the most resident memory the process has had."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+        raise AssertionError("no VmHWM")
+
+    def still_serving(self) -> None:
+        result = self.call("get_current_time", {"timezone": "UTC"})
+        assert not result["isError"], result
+
+
+def texts(result: dict) -> str:
+    return "\n".join(c.get("text", "") for c in result["content"])
+
+
+# Peak memory a server may reach while it refuses everything below: the
+# guest's own memory cap (128 MiB, plus one call given 200 MiB) and the
+# host's bounded copies of what the guest handed it; without the bounds, the
+# same calls took from 160 MiB to several GiB.
+PEAK_MIB = 400
+
+
+@pytest.fixture
+def hostile(setup, tmp_path):
+    setup.add("time")
+    setup.add("hostile")
+    data = tmp_path / "data"
+    data.mkdir()
+    os.mkfifo(data / "pipe")
+    (data / "file").write_text("plain")
+    os.symlink(data / "pipe", data / "link-to-pipe")
+    setup.write_config(
+        f"""
+[defaults]
+roots = [{{ path = "{data}", mode = "rw" }}]
+
+[tools.empty_items]
+memory_mib = 200
+
+[tools.sample_alias]
+allow_sampling = true
+"""
+    )
+    probe = Probe(setup)
+    probe.initialize(capabilities={"elicitation": {}, "sampling": {}})
+    probe.data = data
+    yield probe
+    probe.close()
+
+
+@pytest.mark.parametrize(
+    "tool,arguments,expected",
+    [
+        # Result size: counted as sent (escaping, base64, MIME types, URIs,
+        # item framing), and before it is copied out of the guest.
+        ("mime_bomb", {}, "returned a result over the result size limit (limit 16777216 bytes)"),
+        ("alias_text", {}, "returned a result over the result size limit (limit 16777216 bytes)"),
+        ("empty_items", {"count": 1500000}, "returned a result over the result size limit"),
+        ("escape_bomb", {}, "returned a result of 90000050 bytes, over the result size limit"),
+        # Structured output is parsed under a budget.
+        ("structured_bomb", {}, "structured output too large to check"),
+        ("deep_structured", {}, "recursion limit exceeded"),
+        # Host calls: one transfer is capped, whatever the list aliasing.
+        ("sample_alias", {}, "passed more than 16777216 bytes to the host in one call"),
+        ("fields_alias", {}, "passed more than 16777216 bytes to the host in one call"),
+        ("elicit_huge", {}, "passed more than 16777216 bytes to the host in one call"),
+        ("elicit_huge", {"bytes": 1000000}, "the elicitation message is 1000000 bytes, over the limit of 16384"),
+        # Host resources, named.
+        ("resource_flood", {}, "held more than 10000 host resources at once"),
+        ("random_huge", {}, "asked for more random bytes at once than allowed (limit 1048576"),
+        ("insecure_random_huge", {}, "asked for more random bytes at once than allowed"),
+        ("header_bomb", {}, "built HTTP header fields larger than allowed (limit 131072 bytes"),
+        # The cause, not the limit it had hit and handled.
+        ("oom_then_panic", {}, "panicked: gave up after the allocation failed"),
+    ],
+)
+def test_hostile_results_and_host_calls_are_bounded_and_named(hostile, tool, arguments, expected):
+    result = hostile.call(tool, arguments)
+    assert result["isError"], result
+    assert expected in texts(result), texts(result)
+    assert "wasm backtrace" not in texts(result)
+    hostile.still_serving()
+    assert hostile.peak_mib() < PEAK_MIB, hostile.peak_mib()
+
+
+def test_a_client_that_cannot_be_asked_is_checked_before_the_request_is_read(setup):
+    setup.add("hostile")
+    probe = Probe(setup)
+    probe.initialize()  # no elicitation capability
+    result = probe.call("elicit_huge", {"bytes": 1000000})
+    assert "the client does not support elicitation" in texts(result), result
+    probe.close()
+
+
+def test_floods_of_logs_and_progress_are_bounded(hostile):
+    # The client asks for both and reads slowly: only after the result.
+    hostile.request("logging/setLevel", {"level": "debug"})
+    result = hostile.call("log_flood", {"count": 100000, "bytes": 16384})
+    assert texts(result) == "done"
+    result = hostile.call("progress_flood", {"count": 1000000, "bytes": 1024}, meta={"progressToken": "t"})
+    assert texts(result) == "done"
+    hostile.still_serving()
+    # Every notification was read (read_response skips them): at most the
+    # per-call caps arrived, a 64-event queue at a time.
+    notes = [json.loads(line) for line in hostile.lines]
+    logs = [n for n in notes if n.get("method") == "notifications/message"]
+    progress = [n for n in notes if n.get("method") == "notifications/progress"]
+    assert len(logs) <= 1001, len(logs)
+    assert len(progress) <= 10000, len(progress)
+    assert all(len(n["params"].get("message", "")) <= 1024 for n in progress)
+    assert hostile.peak_mib() < PEAK_MIB
+
+
+@pytest.mark.parametrize("name", ["pipe", "link-to-pipe"])
+def test_special_files_are_refused_without_blocking(hostile, name):
+    # A FIFO with no writer would block open(2) forever on a runtime thread.
+    path = hostile.data / name
+    result = hostile.call("open_path", {"path": str(path)})
+    assert result["isError"] and "open failed" in texts(result), result
+    assert not hostile.call("open_path", {"path": str(hostile.data / "file")})["isError"]
+    hostile.still_serving()
+
+
+def test_the_bundled_file_tool_refuses_a_fifo(setup, tmp_path):
+    setup.add("fs")
+    setup.add("time")
+    data = tmp_path / "data"
+    data.mkdir()
+    os.mkfifo(data / "pipe")
+    setup.write_config(f'[defaults]\nroots = [{{ path = "{data}" }}]\n')
+    probe = Probe(setup)
+    probe.initialize()
+    for tool in ["read_text_file", "read_media_file"]:
+        result = probe.call(tool, {"path": str(data / "pipe")})
+        assert result["isError"] and "it is not a regular file" in texts(result), (tool, result)
+    # Its metadata is still readable: a stat never blocks.
+    assert not probe.call("get_file_info", {"path": str(data / "pipe")})["isError"]
+    probe.still_serving()
+    probe.close()
+
+
+# --- Hostile descriptors --------------------------------------------------------
+
+
+def test_hostile_descriptors_are_refused_at_load_with_the_reason(setup):
+    refused = {
+        "describe:huge-description": "`describe` returned more than 4194304 bytes, the limit (`server.max_describe_kib`)",
+        "describe:many-tools": "`describe` returned more than 4194304 bytes",
+        "describe:many-properties": "`describe` returned more than 4194304 bytes",
+        "describe:ref-chain": "input schema that is 2327855 bytes, over the limit of 262144",
+        "describe:deep-schema": "over the limit of 262144",
+        "describe:template-bomb": "a resource template is 888897 bytes, over the limit of 1024",
+    }
+    served = {
+        "describe:exp-schema": "exp",
+        "describe:exp-output": "exp_out",
+        "describe:pattern-schema": "pat",
+        "describe:self-ref": "selfref",
+    }
+    for guest in [*refused, *served, "time"]:
+        setup.add(guest)
+    listed = setup.run("--json")
+    files = {Path(f["file"]).name: f for f in json.loads(listed.stdout)["files"]}
+    for guest, reason in refused.items():
+        report = files[GUEST_FILES[guest]]
+        assert report["status"] == "failed" and reason in report["error"], report
+    for guest, tool in served.items():
+        report = files[GUEST_FILES[guest]]
+        assert report["status"] == "loaded" and report["tools"][0]["name"] == tool, report
+    # The server starts and serves the rest.
+    probe = Probe(setup)
+    probe.initialize()
+    probe.still_serving()
+    tools = {t["name"] for t in probe.request("tools/list", {})["result"]["tools"]}
+    assert tools == {"exp", "exp_out", "pat", "selfref", "get_current_time", "convert_timezone"}
+    probe.close()
+
+
+def test_expensive_schemas_run_out_of_steps_and_the_server_goes_on(setup):
+    for guest in ["describe:exp-schema", "describe:exp-output", "describe:pattern-schema", "time"]:
+        setup.add(guest)
+    probe = Probe(setup)
+    probe.initialize()
+    # 2^30 ways to check a string: the budget stops it, the tool never runs.
+    result = probe.call("exp", {"x": "str"})
+    assert result["isError"] and "took more than 100022 steps" in texts(result), result
+    assert "the tool was not run" in texts(result)
+    assert texts(probe.call("exp", {"x": 1})) == "ran"
+    # The same over a result.
+    result = probe.call("exp_out")
+    assert result["isError"] and "could not be checked against its output schema" in texts(result)
+    # A pattern built for backtracking runs in linear time.
+    strings = ["a" * 50_000 + "!"] * 40
+    result = probe.call("pat", {"x": strings})
+    assert result["isError"] and "does not match" in texts(result)
+    probe.still_serving()
+    probe.close()
+
+
+def test_a_template_built_for_backtracking_matches_in_linear_time(hostile):
+    # 24 adjacent variables, then a literal the URI never has.
+    reply = hostile.request("resources/read", {"uri": "hostile://" + "a" * 100_000})
+    assert reply["error"]["code"] == -32602 and "the resource URI is" in reply["error"]["message"]
+    reply = hostile.request("resources/read", {"uri": "hostile://" + "a" * 8000})
+    assert reply["error"]["code"] == -32602 and "unknown resource" in reply["error"]["message"]
+    reply = hostile.request("resources/read", {"uri": "hostile://" + "a" * 30 + "x"})
+    assert reply["result"]["contents"][0]["text"] == "read"
+    hostile.still_serving()

@@ -24,9 +24,23 @@ const CHUNK: u64 = 64 * 1024;
 
 /// Open `path` for reading, refusing what is not a regular file (a directory,
 /// a FIFO that would block) with a clear message. Returns the file and its
-/// size.
+/// size. The check is on the handle that was opened, not on the path, so a
+/// file swapped for something else between a check and the open cannot get
+/// through (toolcage's host also refuses to open special files at all).
 pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
-    let meta = std::fs::metadata(path).map_err(|e| io_error("read", path, &e))?;
+    let not_regular = || format!("cannot read `{}`: it is not a regular file", path.display());
+    let file = match File::open(path) {
+        Ok(file) => file,
+        // The host refuses special files; say so rather than "denied".
+        Err(e)
+            if e.kind() == io::ErrorKind::PermissionDenied
+                && std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) =>
+        {
+            return Err(not_regular());
+        }
+        Err(e) => return Err(io_error("read", path, &e)),
+    };
+    let meta = file.metadata().map_err(|e| io_error("read", path, &e))?;
     if meta.is_dir() {
         return Err(format!(
             "cannot read `{}`: it is a directory (use list_directory or directory_tree)",
@@ -34,12 +48,8 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
         ));
     }
     if !meta.is_file() {
-        return Err(format!(
-            "cannot read `{}`: it is not a regular file",
-            path.display()
-        ));
+        return Err(not_regular());
     }
-    let file = File::open(path).map_err(|e| io_error("read", path, &e))?;
     Ok((file, meta.len()))
 }
 

@@ -54,61 +54,34 @@ pub fn format_size(bytes: u64) -> String {
     )
 }
 
-/// A time as ISO 8601 in UTC with milliseconds, `2026-07-01T12:00:00.000Z`.
+/// A time as ISO 8601 in UTC with milliseconds, `2026-07-01T12:00:00.000Z`
+/// (times before 1970 too; one outside jiff's range, ±9999 years, is shown
+/// as that range's end).
 pub fn iso_time(time: SystemTime) -> String {
-    let (seconds, millis) = match time.duration_since(UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_millis()),
-        Err(e) => {
-            // Before 1970: floor to whole seconds below.
-            let d = e.duration();
-            let mut s = -(d.as_secs() as i64);
-            let mut ms = d.subsec_millis();
-            if ms > 0 {
-                s -= 1;
-                ms = 1000 - ms;
-            }
-            (s, ms)
-        }
-    };
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    let timestamp =
+        jiff::Timestamp::try_from(time).unwrap_or(match time.duration_since(UNIX_EPOCH) {
+            Ok(_) => jiff::Timestamp::MAX,
+            Err(_) => jiff::Timestamp::MIN,
+        });
+    timestamp.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (the usual era-based days-to-civil conversion).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
+/// What stays as it is in a `file://` URL path: letters, digits, `/` and
+/// `-._~`; everything else is percent-encoded.
+const URL_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// A `file://` URL for an absolute path, percent-encoding what is not a URL
 /// path character.
 pub fn file_url(path: &Path) -> String {
-    let mut url = String::from("file://");
-    for byte in path.to_string_lossy().bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
-                url.push(byte as char)
-            }
-            _ => url.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    url
+    format!(
+        "file://{}",
+        percent_encoding::utf8_percent_encode(&path.to_string_lossy(), URL_PATH)
+    )
 }
 
 /// The order names are listed in: case-insensitive, then bytewise, so the

@@ -6,9 +6,11 @@
 //! - `many-tools`: 200 000 tools, `t0` to `t199999`.
 //! - `many-properties`: tool `wide`, whose input schema has 500 000
 //!   properties.
-//! - `exp-schema`: tool `exp`, whose input schema is a chain of 40 `anyOf`s
+//! - `exp-schema`: tool `exp`, whose input schema is a chain of 30 `anyOf`s
 //!   that each name the next definition twice: naive validation of a value
-//!   that matches neither branch takes 2^40 steps.
+//!   that matches neither branch takes 2^30 steps. (30 levels: shallow
+//!   enough to pass the host's in-place depth limit, so the step budget is
+//!   what must stop it.)
 //! - `exp-output`: tool `exp_out`, whose *output* schema is built the same
 //!   way and whose result (`{"x":"str"}`) matches no branch.
 //! - `pattern-schema`: tool `pat`, whose input schema has the catastrophic
@@ -61,15 +63,15 @@ fn descriptor(name: &str, input_schema: String) -> Descriptor {
     }
 }
 
-/// An object schema whose property `x` refers to `a0` of a chain of 41
+/// An object schema whose property `x` refers to `a0` of a chain of 31
 /// definitions in which `a{i}` is `anyOf` two references to `a{i+1}` and the
 /// last is an integer. A validator that explores both branches of every
-/// `anyOf` for a non-integer `x` visits 2^40 leaves.
+/// `anyOf` for a non-integer `x` visits 2^30 leaves.
 #[cfg(any(feature = "exp-schema", feature = "exp-output"))]
 fn exponential_schema() -> String {
     use std::fmt::Write as _;
 
-    const LEVELS: usize = 40;
+    const LEVELS: usize = 30;
     let mut schema =
         String::from(r##"{"type":"object","properties":{"x":{"$ref":"#/$defs/a0"}},"$defs":{"##);
     for i in 0..LEVELS {
@@ -121,7 +123,7 @@ fn tools() -> Vec<Descriptor> {
     }));
 
     // Exponential validation of the arguments: `{"x":"str"}` matches no
-    // branch, so a naive validator tries all 2^40 paths before it fails.
+    // branch, so a naive validator tries all 2^30 paths before it fails.
     #[cfg(feature = "exp-schema")]
     tools.push(descriptor("exp", exponential_schema()));
 

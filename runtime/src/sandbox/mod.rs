@@ -20,6 +20,8 @@
 //!   store, which is never reused.
 //! - A trap never escapes as a panic: every failure is a [`CallFailure`].
 
+mod files;
+
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +33,7 @@ use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Stor
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::config::{EnvVar, Limits, MAX_MEMORY_MIB, Mode};
+use crate::json;
 use crate::net::{HostPattern, NetGate, NetLimits, NetRecord};
 use crate::roots::EffectiveRoot;
 
@@ -92,6 +95,12 @@ pub const MAX_LOG_MESSAGES: u32 = 1_000;
 /// Longest log message forwarded, in bytes; longer ones are truncated.
 pub const MAX_LOG_MESSAGE_BYTES: usize = 16 * 1024;
 
+/// How many `progress` calls one call may make; later ones are dropped.
+pub const MAX_PROGRESS_EVENTS: u32 = 10_000;
+
+/// Longest progress message forwarded, in bytes; longer ones are truncated.
+pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
+
 /// How much of each pooled memory and table slot stays mapped between
 /// instances; see `Sandbox::new`.
 const RESIDENT_BYTES: usize = 2 * 1024 * 1024;
@@ -101,20 +110,29 @@ const RESIDENT_BYTES: usize = 2 * 1024 * 1024;
 /// folder of many files never eats into the calls' share of the pool.
 const LOAD_SLOTS: u32 = 16;
 
-/// Core module instances one component instance may create. Components
-/// built by today's toolchains create a handful (a Rust `wasm32-wasip2`
-/// component: the program, the WASI adapter and a few shims); the pool holds
-/// this many per slot, so one call can never take another call's share.
-pub const MAX_CORE_INSTANCES_PER_CALL: u32 = 50;
-/// Linear memories one component instance may define (same reasoning).
-pub const MAX_MEMORIES_PER_CALL: u32 = 10;
-/// Tables one component instance may define (same reasoning).
-pub const MAX_TABLES_PER_CALL: u32 = 20;
+/// Core module instances one component instance may create. Measured
+/// (wasmtime's own count, per toolchain): a Rust `wasm32-wasip2` component
+/// creates 3, componentize-js 4, C with the preview1 adapter 4,
+/// componentize-py 14; room is left for Python extension libraries. The
+/// pool holds this many per slot, so one call can never take another
+/// call's share.
+pub const MAX_CORE_INSTANCES_PER_CALL: u32 = 32;
+/// Linear memories one component instance may define: every toolchain above
+/// defines one; room for two components composed into one.
+pub const MAX_MEMORIES_PER_CALL: u32 = 4;
+/// Tables one component instance may define: every toolchain above defines
+/// two; room for two components composed into one.
+pub const MAX_TABLES_PER_CALL: u32 = 8;
 
 /// Host resources (WASI handles: files, directories, streams, pollables,
 /// HTTP requests and bodies) one call may hold at once. Each costs host
 /// memory; real tools hold a few dozen.
 pub const MAX_RESOURCES: usize = 10_000;
+
+/// The most one set of HTTP header fields (a request's or a response's
+/// headers, as the host holds them) may take, in bytes: 128 KiB, far above
+/// the 8 KiB proxies allow, since it counts the in-memory form too.
+pub const MAX_HTTP_FIELDS_BYTES: usize = 128 * 1024;
 
 /// The largest `get-random-bytes` / `get-insecure-random-bytes` answer, in
 /// bytes (the host allocates it): 1 MiB.
@@ -147,6 +165,10 @@ pub struct Sandbox {
     /// Key of everything that makes a compiled artefact valid besides the
     /// input: the engine's settings and this build of toolcage.
     engine_key: String,
+    /// One per instance slot kept for loading: `describe` and the listing
+    /// of resources and prompts wait for one, so loading a folder of many
+    /// files at once never takes the slots calls need.
+    load_permits: tokio::sync::Semaphore,
 }
 
 impl Sandbox {
@@ -203,6 +225,8 @@ impl Sandbox {
 
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // `open-at` that never blocks on a special file (see `files`).
+        files::add_to_linker(&mut linker)?;
         // Every tool may import `wasi:http`; what it can reach is decided
         // per request by its grant (`net::NetGate`), so a tool without a
         // grant still loads and gets a clear refusal.
@@ -218,6 +242,7 @@ impl Sandbox {
             cache_dir: settings.cache_dir.clone(),
             fuel_metering: settings.fuel_metering,
             engine_key,
+            load_permits: tokio::sync::Semaphore::new(LOAD_SLOTS as usize),
         })
     }
 
@@ -291,6 +316,8 @@ impl Sandbox {
         pre: &ToolComponentPre<HostState>,
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
+        // The semaphore is never closed.
+        let _slot = self.load_permits.acquire().await;
         let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let cancel = CancellationToken::new();
         let outcome = run
@@ -395,6 +422,7 @@ impl Sandbox {
         if extras.resources.is_none() && extras.prompts.is_none() {
             return Ok(RawExtras::default());
         }
+        let _slot = self.load_permits.acquire().await;
         let mut run = self.start(limits, &[], &Access::none(), None, None, false);
         let cancel = CancellationToken::new();
         run.run(limits, &cancel, async |store| {
@@ -463,7 +491,12 @@ impl Sandbox {
         };
         let size: u64 = contents
             .iter()
-            .map(|c| (c.uri.len() + body_len(&c.body)) as u64)
+            .map(|c| {
+                (ITEM_FRAMING
+                    + json::escaped_len(&c.uri)
+                    + c.mime_type.as_deref().map_or(0, json::escaped_len)
+                    + body_len(&c.body)) as u64
+            })
             .sum();
         check_size(size, limits)?;
         Ok(Ok(contents
@@ -508,7 +541,10 @@ impl Sandbox {
             Ok(result) => result,
             Err(message) => return Ok(Err(message)),
         };
-        let size: u64 = result.description.as_ref().map_or(0, |d| d.len() as u64)
+        let size: u64 = result
+            .description
+            .as_deref()
+            .map_or(0, |d| json::escaped_len(d) as u64)
             + result
                 .messages
                 .iter()
@@ -579,9 +615,14 @@ impl Sandbox {
             },
             events,
             log_messages: 0,
+            progress_events: 0,
             services,
             sampling_allowed,
-            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            http: {
+                let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
+                http.set_field_size_limit(MAX_HTTP_FIELDS_BYTES);
+                http
+            },
             net: NetGate::new(
                 Arc::from(access.tool),
                 Arc::clone(access.network),
@@ -848,6 +889,11 @@ fn host_limit(error: &wasmtime::Error, limits: &Limits) -> Option<CallFailure> {
             },
         );
     }
+    if text.starts_with("total size of fields exceeds limit") {
+        return Some(CallFailure::HttpFields {
+            limit: MAX_HTTP_FIELDS_BYTES,
+        });
+    }
     if text.starts_with("requested len") && text.contains("exceeds limit") {
         return Some(CallFailure::Random {
             limit: MAX_RANDOM_BYTES,
@@ -927,6 +973,14 @@ pub enum CallFailure {
         "held more than {limit} host resources at once (files, streams, pollables, HTTP requests; limit {limit})"
     )]
     Resources {
+        /// The cap.
+        limit: usize,
+    },
+    /// Built HTTP headers or trailers larger than the host keeps.
+    #[error(
+        "built HTTP header fields larger than allowed (limit {limit} bytes for one request's or response's headers)"
+    )]
+    HttpFields {
         /// The cap.
         limit: usize,
     },
@@ -1033,6 +1087,7 @@ pub struct HostState {
     limiter: CallLimiter,
     events: Option<EventSink>,
     log_messages: u32,
+    progress_events: u32,
     services: Option<Arc<dyn ClientServices>>,
     sampling_allowed: bool,
 }
@@ -1084,9 +1139,14 @@ impl bindings::toolcage::tool::host::Host for HostState {
         let Some(services) = self.services.clone() else {
             return Ok(Err("elicitation is not available here (no client)".into()));
         };
-        let schema: serde_json::Value = match serde_json::from_str(&requested_schema) {
-            Ok(schema @ serde_json::Value::Object(_)) => schema,
-            _ => return Ok(Err("the requested schema is not a JSON object".into())),
+        // Whether the client can be asked at all comes first, before the
+        // host spends anything on the request.
+        if let Err(reason) = services.can(Ask::Elicit) {
+            return Ok(Err(reason));
+        }
+        let schema = match check_elicitation(&message, &requested_schema) {
+            Ok(schema) => schema,
+            Err(reason) => return Ok(Err(reason)),
         };
         match services.elicit(message, schema).await {
             Ok(ElicitAnswer::Accept(values)) => {
@@ -1113,6 +1173,12 @@ impl bindings::toolcage::tool::host::Host for HostState {
         let Some(services) = self.services.clone() else {
             return Ok(Err("sampling is not available here (no client)".into()));
         };
+        if let Err(reason) = services.can(Ask::Sample) {
+            return Ok(Err(reason));
+        }
+        if let Err(reason) = check_sampling(&request) {
+            return Ok(Err(reason));
+        }
         let request = SampleRequest {
             messages: request
                 .messages
@@ -1144,14 +1210,88 @@ impl bindings::toolcage::tool::host::Host for HostState {
         if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
             return;
         }
+        if self.progress_events >= MAX_PROGRESS_EVENTS {
+            return;
+        }
+        self.progress_events += 1;
         if let Some(events) = &self.events {
             events(GuestEvent::Progress {
                 done,
                 total,
-                message: message.map(|m| truncate(m, MAX_LOG_MESSAGE_BYTES)),
+                message: message.map(|m| truncate(m, MAX_PROGRESS_MESSAGE_BYTES)),
             });
         }
     }
+}
+
+/// Longest elicitation message a guest may send, in bytes.
+pub const MAX_ELICIT_MESSAGE_BYTES: usize = 16 * 1024;
+/// Largest requested schema of an elicitation, in bytes of JSON text.
+pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 * 1024;
+/// Most messages in one sampling request.
+pub const MAX_SAMPLE_MESSAGES: usize = 100;
+/// Most text (all messages and the system prompt) in one sampling request,
+/// in bytes.
+pub const MAX_SAMPLE_TEXT_BYTES: usize = 1024 * 1024;
+
+/// Check an elicitation a guest asks for and parse its schema: within the
+/// size caps, and a flat object of primitive properties, as MCP requires
+/// of elicitation forms. The error is the message for the guest.
+fn check_elicitation(message: &str, schema: &str) -> Result<serde_json::Value, String> {
+    if message.len() > MAX_ELICIT_MESSAGE_BYTES {
+        return Err(format!(
+            "the elicitation message is {} bytes, over the limit of {MAX_ELICIT_MESSAGE_BYTES}",
+            message.len()
+        ));
+    }
+    if schema.len() > MAX_ELICIT_SCHEMA_BYTES {
+        return Err(format!(
+            "the requested schema is {} bytes, over the limit of {MAX_ELICIT_SCHEMA_BYTES}",
+            schema.len()
+        ));
+    }
+    // Within the text cap, so the parsed form is bounded by the budget too.
+    let schema = json::parse(schema, MAX_ELICIT_SCHEMA_BYTES * 4)
+        .map_err(|error| format!("the requested schema is not valid JSON: {error}"))?;
+    let flat = schema.get("type").and_then(serde_json::Value::as_str) == Some("object")
+        && schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .is_none_or(|properties| {
+                properties.values().all(|property| {
+                    property.get("properties").is_none()
+                        && matches!(
+                            property.get("type").and_then(serde_json::Value::as_str),
+                            Some("string" | "number" | "integer" | "boolean" | "array") | None
+                        )
+                })
+            });
+    if !flat {
+        return Err(
+            "the requested schema must be an object of primitive properties (string, number, \
+             integer, boolean, or an array of enum strings), as MCP requires of elicitation forms"
+                .into(),
+        );
+    }
+    Ok(schema)
+}
+
+/// Check a sampling request a guest asks for against the caps.
+fn check_sampling(request: &wit_host::SamplingRequest) -> Result<(), String> {
+    if request.messages.len() > MAX_SAMPLE_MESSAGES {
+        return Err(format!(
+            "the sampling request has {} messages, over the limit of {MAX_SAMPLE_MESSAGES}",
+            request.messages.len()
+        ));
+    }
+    let text: usize = request.messages.iter().map(|m| m.text.len()).sum::<usize>()
+        + request.system_prompt.as_ref().map_or(0, String::len);
+    if text > MAX_SAMPLE_TEXT_BYTES {
+        return Err(format!(
+            "the sampling request holds {text} bytes of text, over the limit of {MAX_SAMPLE_TEXT_BYTES}"
+        ));
+    }
+    Ok(())
 }
 
 fn truncate(mut text: String, max: usize) -> String {
@@ -1322,10 +1462,26 @@ pub enum GuestEvent {
     },
 }
 
+/// A kind of question a guest can put to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// `elicitation/create`: a question for the user.
+    Elicit,
+    /// `sampling/createMessage`: a completion from the client's model.
+    Sample,
+}
+
 /// Elicitation and sampling through the caller's client. The protocol
 /// layer implements it per era: a request to the client (2025-x), or replay
 /// with answers gathered so far (2026-07-28).
 pub trait ClientServices: Send + Sync {
+    /// Whether the client can be asked `ask` at all; checked before the host
+    /// does any work on the guest's request. `Err` is the message for the
+    /// guest.
+    fn can(&self, ask: Ask) -> Result<(), String> {
+        let _ = ask;
+        Ok(())
+    }
     /// Ask the user `message`, with a form described by `schema`.
     fn elicit(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer>;
     /// Ask the client's model for a completion.
@@ -1497,8 +1653,8 @@ pub struct ToolResult {
     pub structured: Option<String>,
     /// The tool reported an error.
     pub is_error: bool,
-    /// Bytes of content and structured output, as checked against the
-    /// result-size limit.
+    /// Bytes of content and structured output as they will be sent (see
+    /// `content_len`), as checked against the result-size limit.
     pub size: u64,
 }
 
@@ -1556,20 +1712,35 @@ fn check_size(size: u64, limits: &Limits) -> Result<(), CallFailure> {
     Ok(())
 }
 
-fn body_len(body: &wit::ResourceBody) -> usize {
-    match body {
-        wit::ResourceBody::Text(t) => t.len(),
-        wit::ResourceBody::Blob(b) => b.len(),
-    }
-}
-
-/// The bytes a content item counts against the result-size limit.
+/// The bytes a content item counts against the result-size limit: its size
+/// as MCP sends it (text JSON-escaped, binary data base64-encoded, MIME
+/// types and URIs included), plus its JSON framing, so an empty item still
+/// costs something.
 fn content_len(content: &wit::Content) -> u64 {
     (match content {
-        wit::Content::Text(t) => t.len(),
-        wit::Content::Image(m) | wit::Content::Audio(m) => m.data.len(),
-        wit::Content::Embedded(r) => r.uri.len() + body_len(&r.body),
+        wit::Content::Text(text) => ITEM_FRAMING + json::escaped_len(text),
+        wit::Content::Image(media) | wit::Content::Audio(media) => {
+            ITEM_FRAMING + json::base64_len(media.data.len()) + json::escaped_len(&media.mime_type)
+        }
+        wit::Content::Embedded(resource) => {
+            ITEM_FRAMING
+                + json::escaped_len(&resource.uri)
+                + resource.mime_type.as_deref().map_or(0, json::escaped_len)
+                + body_len(&resource.body)
+        }
     }) as u64
+}
+
+/// What the JSON around one content item takes (`{"type":"image","data":,
+/// "mimeType":}` and the like).
+const ITEM_FRAMING: usize = 48;
+
+/// A resource body as sent: text escaped, a blob base64-encoded.
+fn body_len(body: &wit::ResourceBody) -> usize {
+    match body {
+        wit::ResourceBody::Text(text) => json::escaped_len(text),
+        wit::ResourceBody::Blob(bytes) => json::base64_len(bytes.len()),
+    }
 }
 
 fn body_from_wit(body: wit::ResourceBody) -> ResourceBody {

@@ -1,0 +1,252 @@
+//! JSON from untrusted sources, with its cost counted before it is paid.
+//!
+//! A guest's structured output, the schema of an elicitation it asks for, a
+//! tool's descriptors: all JSON text the host parses on behalf of someone it
+//! does not trust. Parsed naively, `[0,0,0,…]` takes sixteen times its text
+//! in host memory, and an escaped string grows sixfold on the wire. This
+//! module is the one place that parses such text, under a byte budget for
+//! the parsed form, and measures strings as they will be sent.
+//!
+//! Rules, in one place:
+//! - [`parse`] charges every value it builds against its budget before
+//!   building it ([`NODE_BYTES`] per value, plus the bytes of each string and
+//!   key), and fails at the first value over budget: the parsed form never
+//!   takes more host memory than the budget, whatever the text.
+//! - Nesting is limited by serde_json's recursion limit (128), so parsing
+//!   never recurses deeper than that.
+//! - [`escaped_len`] is the length of a string once JSON-encoded (quotes and
+//!   escapes included), as serde_json writes it.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// What one parsed value costs besides its string bytes: a `Value` is 32
+/// bytes, and a map entry holds its key's `String` (24) and a tree node's
+/// share.
+pub const NODE_BYTES: usize = 64;
+
+/// Why untrusted JSON was not parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The text is not JSON (the parser's message, with line and column).
+    #[error("{0}")]
+    Syntax(String),
+    /// Parsed, it would take more host memory than the budget.
+    #[error("its parsed form would take more than {budget} bytes of host memory")]
+    TooLarge {
+        /// The budget, in bytes.
+        budget: usize,
+    },
+}
+
+/// Parse `text` into a [`Value`] whose host memory stays within `budget`
+/// bytes (as counted by [`NODE_BYTES`] and string lengths).
+///
+/// # Errors
+///
+/// The text is not JSON, or its parsed form would exceed the budget.
+pub fn parse(text: &str, budget: usize) -> Result<Value, ParseError> {
+    let mut left = budget;
+    let mut over = false;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = Budgeted {
+        left: &mut left,
+        over: &mut over,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|value| deserializer.end().map(|()| value));
+    match value {
+        Ok(value) => Ok(value),
+        // The budget error travels as a custom serde error; `over` says
+        // whether it was ours.
+        Err(_) if over => Err(ParseError::TooLarge { budget }),
+        Err(error) => Err(ParseError::Syntax(error.to_string())),
+    }
+}
+
+/// The length of `text` once JSON-encoded by serde_json, quotes included:
+/// `"` and `\` take two bytes, `\b \f \n \r \t` two, other control
+/// characters six (`\u0001`).
+pub fn escaped_len(text: &str) -> usize {
+    let extra: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0..0x20 => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + extra + 2
+}
+
+/// The length of `bytes` once base64-encoded (standard, padded), quotes
+/// included.
+pub fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4 + 2
+}
+
+/// A [`Value`] deserialiser that charges `left` for everything it builds,
+/// and sets `over` when it runs out (so that [`parse`] can tell its own
+/// error from the parser's).
+struct Budgeted<'a> {
+    left: &'a mut usize,
+    over: &'a mut bool,
+}
+
+impl Budgeted<'_> {
+    fn charge<E: de::Error>(&mut self, bytes: usize) -> Result<(), E> {
+        match self.left.checked_sub(bytes.saturating_add(NODE_BYTES)) {
+            Some(left) => {
+                *self.left = left;
+                Ok(())
+            }
+            None => {
+                *self.over = true;
+                Err(E::custom("over budget"))
+            }
+        }
+    }
+
+    fn reborrow(&mut self) -> Budgeted<'_> {
+        Budgeted {
+            left: &mut *self.left,
+            over: &mut *self.over,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(mut self, v: bool) -> Result<Value, E> {
+        self.charge(0)?;
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(mut self, v: i64) -> Result<Value, E> {
+        self.charge(0)?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E: de::Error>(mut self, v: u64) -> Result<Value, E> {
+        self.charge(0)?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: de::Error>(mut self, v: f64) -> Result<Value, E> {
+        self.charge(0)?;
+        // Non-finite numbers cannot come from JSON text; `Null` as serde_json.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<Value, E> {
+        self.charge(v.len())?;
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(mut self, v: String) -> Result<Value, E> {
+        self.charge(v.len())?;
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(mut self) -> Result<Value, E> {
+        self.charge(0)?;
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
+        self.charge(0)?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.reborrow())? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
+        self.charge(0)?;
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            self.charge(key.len())?;
+            let value = map.next_value_seed(self.reborrow())?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_within_the_budget_and_refuses_beyond_it() {
+        let value = parse(r#"{"a": [1, "two", null, true], "b": {"c": 1.5}}"#, 4096).expect("ok");
+        assert_eq!(
+            value,
+            serde_json::json!({"a": [1, "two", null, true], "b": {"c": 1.5}})
+        );
+        // A thousand zeros: 2 KB of text, 64 KB parsed.
+        let zeros = format!("[{}0]", "0,".repeat(999));
+        assert!(parse(&zeros, 1001 * NODE_BYTES).is_ok());
+        assert_eq!(
+            parse(&zeros, 1000 * NODE_BYTES),
+            Err(ParseError::TooLarge {
+                budget: 1000 * NODE_BYTES
+            })
+        );
+        // Strings count their bytes.
+        let long = format!("\"{}\"", "x".repeat(10_000));
+        assert!(parse(&long, 10_000).is_err());
+        assert!(parse(&long, 10_000 + NODE_BYTES).is_ok());
+    }
+
+    #[test]
+    fn syntax_errors_and_depth_are_the_parsers() {
+        assert!(matches!(parse("{", 1 << 20), Err(ParseError::Syntax(_))));
+        assert!(matches!(
+            parse("[1] x", 1 << 20),
+            Err(ParseError::Syntax(_))
+        ));
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        match parse(&deep, usize::MAX) {
+            Err(ParseError::Syntax(message)) => assert!(message.contains("recursion"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn escaped_lengths_match_serde_json() {
+        for text in [
+            "",
+            "plain",
+            "quote\"back\\",
+            "\n\t\r\u{8}\u{c}",
+            "\u{1}\u{1f}",
+            "é ✓",
+        ] {
+            let encoded = serde_json::to_string(text).expect("encode");
+            assert_eq!(escaped_len(text), encoded.len(), "{text:?}");
+        }
+        assert_eq!(base64_len(0), 2);
+        assert_eq!(base64_len(4), 10);
+    }
+}
