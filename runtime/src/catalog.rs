@@ -110,8 +110,10 @@ pub struct LoadedTool {
     pub spec: Arc<ToolSpec>,
     /// The component that provides it.
     pub component: Arc<LoadedComponent>,
-    /// Calls of this tool that may run at once.
+    /// Calls of this tool that may run at once (shared across reloads).
     pub permits: Arc<Semaphore>,
+    /// How many permits `permits` was made with.
+    pub max_concurrent: u32,
 }
 
 /// A file that loaded: its component and the tools it declares.
@@ -163,8 +165,19 @@ pub enum FileStatus {
 pub struct ToolEntry {
     /// The descriptor.
     pub descriptor: ToolDescriptor,
-    /// `None` if served; the winning file if shadowed.
-    pub shadowed_by: Option<PathBuf>,
+    /// Whether this file serves it.
+    pub status: ToolStatus,
+}
+
+/// Whether a declared tool is served from the file that declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Served from this file.
+    Served,
+    /// Another file that sorts first serves it.
+    Shadowed(PathBuf),
+    /// Not served from this file (and maybe from none), for this reason.
+    Refused(String),
 }
 
 /// An immutable snapshot of the tool set.
@@ -302,7 +315,7 @@ pub async fn load_dir(
             if dir.exists() || previous.is_none() {
                 tracing::error!(dir = %dir.display(), %error, "cannot read the tools folder");
             }
-            return assemble(Vec::new(), config);
+            return assemble(Vec::new(), config, previous);
         }
     };
     let rules = Arc::new(LoadRules::from_config(config));
@@ -325,7 +338,7 @@ pub async fn load_dir(
             Err(error) => tracing::error!(%error, "a component load task failed"),
         }
     }
-    assemble(outcomes, config)
+    assemble(outcomes, config, previous)
 }
 
 /// A file loaded on its own, before names are resolved across files.
@@ -622,11 +635,22 @@ async fn compile_and_describe(
     ))
 }
 
-/// Resolve names across files (first file by name wins) and build the
-/// catalog. `outcomes` must be in file-name order.
-pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog {
+/// Resolve names across files and build the catalog. `outcomes` must be in
+/// file-name order; `previous` is the catalog served before (a reload).
+///
+/// Who serves a tool name declared by more than one file (see
+/// `docs/security.md`): the file `[tools.NAME] file = "…"` binds it to, if
+/// set; else, when `[tools.NAME]` gives the name a policy of its own (its
+/// grants, limits, confirmation), the file that served it before, and none
+/// when there was none (a new file never takes over a policy meant for
+/// another file); else the file that sorts first.
+pub fn assemble(
+    outcomes: Vec<(PathBuf, FileLoad)>,
+    config: &Config,
+    previous: Option<&Catalog>,
+) -> Catalog {
+    let winners = resolve_names(&outcomes, config, previous);
     let mut catalog = Catalog::default();
-    let mut owners: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut template_owners: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (path, load) in outcomes {
         if let Some(reason) = &load.rejected_update {
@@ -645,31 +669,44 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
                 let mut entries = Vec::with_capacity(file.tools.len());
                 for spec in &file.tools {
                     let name = spec.descriptor.name.clone();
-                    if let Some(winner) = owners.get(&name) {
-                        tracing::warn!(
+                    let status = match winners.get(&name) {
+                        Some(Owner::File(winner, _)) if *winner == path => ToolStatus::Served,
+                        Some(Owner::File(_, Some(reason))) => ToolStatus::Refused(reason.clone()),
+                        Some(Owner::File(winner, None)) => ToolStatus::Shadowed(winner.clone()),
+                        Some(Owner::None(reason)) => ToolStatus::Refused(reason.clone()),
+                        None => ToolStatus::Refused("not resolved".into()),
+                    };
+                    match &status {
+                        ToolStatus::Served => {}
+                        ToolStatus::Shadowed(winner) => tracing::warn!(
                             tool = %name,
                             file = %path.display(),
                             winner = %winner.display(),
                             "tool name declared twice; the file that sorts first wins"
-                        );
-                        entries.push(ToolEntry {
-                            descriptor: spec.descriptor.clone(),
-                            shadowed_by: Some(winner.clone()),
-                        });
-                        continue;
+                        ),
+                        ToolStatus::Refused(reason) => tracing::warn!(
+                            tool = %name,
+                            file = %path.display(),
+                            %reason,
+                            "tool not served from this file"
+                        ),
                     }
-                    owners.insert(name.clone(), path.clone());
-                    let limits = config.limits_for(&name);
+                    let served = status == ToolStatus::Served;
                     entries.push(ToolEntry {
                         descriptor: spec.descriptor.clone(),
-                        shadowed_by: None,
+                        status,
                     });
+                    if !served {
+                        continue;
+                    }
+                    let limits = config.limits_for(&name);
                     catalog.tools.insert(
-                        name,
+                        name.clone(),
                         Arc::new(LoadedTool {
                             spec: Arc::clone(spec),
                             component: Arc::clone(&file.component),
-                            permits: Arc::new(Semaphore::new(limits.max_concurrent as usize)),
+                            permits: tool_permits(previous, &name, limits.max_concurrent),
+                            max_concurrent: limits.max_concurrent,
                         }),
                     );
                 }
@@ -702,6 +739,101 @@ pub fn assemble(outcomes: Vec<(PathBuf, FileLoad)>, config: &Config) -> Catalog 
         }
     }
     catalog
+}
+
+/// Who serves a tool name.
+enum Owner {
+    /// This file; the others that declare the name are refused for the
+    /// reason given, or (`None`) shadowed.
+    File(PathBuf, Option<String>),
+    /// No file, for this reason.
+    None(String),
+}
+
+/// For every declared tool name, the file that serves it, or why none does
+/// (see [`assemble`]).
+fn resolve_names(
+    outcomes: &[(PathBuf, FileLoad)],
+    config: &Config,
+    previous: Option<&Catalog>,
+) -> BTreeMap<String, Owner> {
+    let mut declared: BTreeMap<&str, Vec<&Path>> = BTreeMap::new();
+    for (path, load) in outcomes {
+        if let Ok(file) = &load.result {
+            for spec in &file.tools {
+                declared
+                    .entry(&spec.descriptor.name)
+                    .or_default()
+                    .push(path);
+            }
+        }
+    }
+    declared
+        .into_iter()
+        .map(|(name, files)| {
+            let policy = config.tools.get(name);
+            let key = crate::config::toml_key(name);
+            let decision = if let Some(bound) = policy.and_then(|p| p.file.as_ref()) {
+                let why = format!("`tools.{key}.file` binds it to `{}`", bound.display());
+                match files.iter().find(|f| is_file(f, bound)) {
+                    Some(file) => Owner::File(file.to_path_buf(), Some(why)),
+                    None => Owner::None(format!("{why}, which does not provide it")),
+                }
+            } else if files.len() == 1 {
+                Owner::File(files[0].to_path_buf(), None)
+            } else if policy.is_some() {
+                let incumbent = previous
+                    .and_then(|p| p.tools.get(name))
+                    .map(|tool| tool.component.path.as_path())
+                    .filter(|path| files.contains(path));
+                match incumbent {
+                    Some(path) => Owner::File(
+                        path.to_path_buf(),
+                        Some(format!(
+                            "`{}` serves it already, and `[tools.{key}]` gives it a policy of its \
+                             own, which a newly declared copy does not inherit",
+                            path.file_name().unwrap_or_default().to_string_lossy()
+                        )),
+                    ),
+                    None => Owner::None(format!(
+                        "declared by {} files ({}), and `[tools.{key}]` gives it a policy of its \
+                         own: toolcage will not guess which file that policy is for; remove all \
+                         but one, or bind it with `file = \"NAME.wasm\"` under `[tools.{key}]`",
+                        files.len(),
+                        files
+                            .iter()
+                            .filter_map(|f| f.file_name())
+                            .map(|n| n.to_string_lossy())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )),
+                }
+            } else {
+                Owner::File(files[0].to_path_buf(), None)
+            };
+            (name.to_owned(), decision)
+        })
+        .collect()
+}
+
+/// Whether `path` is the file `bound` names: the same absolute path, or a
+/// file of that name.
+fn is_file(path: &Path, bound: &Path) -> bool {
+    if bound.is_absolute() {
+        path == bound
+    } else {
+        path.file_name() == Some(bound.as_os_str())
+    }
+}
+
+/// The permits of tool `name`: the previous catalog's when their number is
+/// unchanged, so a reload never lets more calls of one tool run at once
+/// than its `max_concurrent` (calls in flight hold the old permits).
+fn tool_permits(previous: Option<&Catalog>, name: &str, max_concurrent: u32) -> Arc<Semaphore> {
+    match previous.and_then(|p| p.tools.get(name)) {
+        Some(tool) if tool.max_concurrent == max_concurrent => Arc::clone(&tool.permits),
+        _ => Arc::new(Semaphore::new(max_concurrent as usize)),
+    }
 }
 
 /// Add `file`'s resources, templates and prompts to `catalog`, first file

@@ -74,6 +74,8 @@ pub struct Config {
     pub server: ServerSettings,
     /// Streamable HTTP settings (used with `serve --http`).
     pub http: HttpConfig,
+    /// Limits of the stdio transport (used with `serve`).
+    pub stdio: crate::stdio::StdioLimits,
     /// Policy for tools without an override.
     pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
@@ -135,6 +137,18 @@ pub struct HttpConfig {
     pub max_concurrent_requests: usize,
     /// How long shutdown waits for requests in flight, in milliseconds.
     pub shutdown_grace_ms: u64,
+    /// How long a connection may take to send a request's head, and stay
+    /// idle between requests, in milliseconds; then it is closed.
+    pub idle_timeout_ms: u64,
+    /// How long a client may take to send a request's body, in
+    /// milliseconds (408 past it).
+    pub body_timeout_ms: u64,
+    /// Connections open at once; past it, new ones get a 503 and are closed.
+    pub max_connections: usize,
+    /// Sessions of initialize-era clients (2025-06-18, 2025-11-25) at once;
+    /// past it, a new `initialize` gets a 503 until one ends (idle sessions
+    /// end after 5 minutes, or by `DELETE`).
+    pub max_sessions: usize,
 }
 
 impl Default for HttpConfig {
@@ -148,6 +162,10 @@ impl Default for HttpConfig {
             max_body_bytes: 4 * 1024 * 1024,
             max_concurrent_requests: 256,
             shutdown_grace_ms: 10_000,
+            idle_timeout_ms: 30_000,
+            body_timeout_ms: 30_000,
+            max_connections: 1024,
+            max_sessions: 1024,
         }
     }
 }
@@ -174,6 +192,9 @@ pub struct Policy {
     pub pin: Option<String>,
     /// How the journal records this tool's arguments, if not the default.
     pub journal_arguments: Option<ArgumentsMode>,
+    /// The file that alone may provide this tool (`file = "x.wasm"`): a
+    /// name as it appears in the tools folder, or an absolute path.
+    pub file: Option<PathBuf>,
 }
 
 impl Policy {
@@ -300,7 +321,14 @@ pub struct ServerSettings {
     /// The most a file's `describe` (and its lists of resources, templates
     /// and prompts) may hand the host, in bytes.
     pub max_describe_bytes: u64,
+    /// Request text the server holds at once across all clients and
+    /// transports, in bytes: a request holds its size from when it is read
+    /// until it is answered.
+    pub max_pending_request_bytes: u64,
 }
+
+/// Default request budget: 64 MiB of request text in flight.
+pub const DEFAULT_MAX_PENDING_REQUEST_MIB: u64 = 64;
 
 /// Default cap on what one file's `describe` may return: 4 MiB, hundreds of
 /// tools with long descriptions and schemas.
@@ -353,7 +381,9 @@ impl Default for Config {
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
                 max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
+                max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
             },
+            stdio: crate::stdio::StdioLimits::default(),
             http: HttpConfig::default(),
             defaults: Policy::default(),
             tools: BTreeMap::new(),
@@ -430,7 +460,26 @@ impl Config {
                 .max_describe_kib
                 .unwrap_or(DEFAULT_MAX_DESCRIBE_KIB)
                 * 1024,
+            max_pending_request_bytes: raw
+                .server
+                .max_pending_request_mib
+                .unwrap_or(DEFAULT_MAX_PENDING_REQUEST_MIB)
+                * 1024
+                * 1024,
         };
+        if let Some(mib) = raw.server.max_pending_request_mib
+            && !(1..=64 * 1024).contains(&mib)
+        {
+            return Err(invalid(
+                "server.max_pending_request_mib".into(),
+                mib.to_string(),
+                "must be between 1 and 65536",
+            ));
+        }
+        let stdio = raw
+            .stdio
+            .resolve()
+            .map_err(|(key, value, reason)| invalid(format!("stdio.{key}"), value, &reason))?;
         if let Some(kib) = raw.server.max_describe_kib
             && !(64..=1024 * 1024).contains(&kib)
         {
@@ -452,6 +501,13 @@ impl Config {
             .http
             .resolve(base)
             .map_err(|(key, value, reason)| invalid(format!("http.{key}"), value, &reason))?;
+        if let Some(file) = &raw.defaults.file {
+            return Err(invalid(
+                "defaults.file".into(),
+                format!("{:?}", file.display().to_string()),
+                "binds one tool to its file; set it under `[tools.NAME]`",
+            ));
+        }
         if let Some(pin) = &raw.defaults.pin {
             return Err(invalid(
                 "defaults.pin".into(),
@@ -484,6 +540,7 @@ impl Config {
             cache_dir: raw.cache_dir.map(resolve),
             server,
             http,
+            stdio,
             defaults,
             tools,
             journal,
@@ -534,6 +591,8 @@ struct RawConfig {
     server: RawServer,
     #[serde(default)]
     http: RawHttp,
+    #[serde(default)]
+    stdio: RawStdio,
     #[serde(default)]
     defaults: RawPolicy,
     #[serde(default)]
@@ -602,6 +661,49 @@ impl RawJournal {
 struct RawServer {
     max_concurrent_calls: Option<u32>,
     max_describe_kib: Option<u64>,
+    max_pending_request_mib: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStdio {
+    max_requests_in_flight: Option<u64>,
+    max_pending_output_mib: Option<u64>,
+}
+
+impl RawStdio {
+    fn resolve(&self) -> Result<crate::stdio::StdioLimits, FieldError> {
+        let mut limits = crate::stdio::StdioLimits::default();
+        if let Some(n) = range(
+            "max_requests_in_flight",
+            self.max_requests_in_flight,
+            1,
+            100_000,
+        )? {
+            limits.max_requests_in_flight = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(mib) = range(
+            "max_pending_output_mib",
+            self.max_pending_output_mib,
+            1,
+            4096,
+        )? {
+            limits.max_pending_output = usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
+        }
+        Ok(limits)
+    }
+}
+
+/// `value` if it lies in `lo..=hi`, else the error for `key`.
+fn range(key: &str, value: Option<u64>, lo: u64, hi: u64) -> Result<Option<u64>, FieldError> {
+    match value {
+        Some(v) if !(lo..=hi).contains(&v) => Err((
+            key.to_owned(),
+            v.to_string(),
+            format!("must be between {lo} and {hi}"),
+        )),
+        other => Ok(other),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -616,6 +718,10 @@ struct RawHttp {
     max_body_kib: Option<u64>,
     max_concurrent_requests: Option<u64>,
     shutdown_grace_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    max_connections: Option<u64>,
+    max_sessions: Option<u64>,
 }
 
 impl RawHttp {
@@ -624,14 +730,6 @@ impl RawHttp {
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
             ..HttpConfig::default()
-        };
-        let range = |key: &str, value: Option<u64>, lo: u64, hi: u64| match value {
-            Some(v) if !(lo..=hi).contains(&v) => Err((
-                key.to_owned(),
-                v.to_string(),
-                format!("must be between {lo} and {hi}"),
-            )),
-            other => Ok(other),
         };
         if let Some(kib) = range("max_body_kib", self.max_body_kib, 1, 1024 * 1024)? {
             http.max_body_bytes = usize::try_from(kib * 1024).unwrap_or(usize::MAX);
@@ -646,6 +744,19 @@ impl RawHttp {
         }
         if let Some(ms) = range("shutdown_grace_ms", self.shutdown_grace_ms, 0, 3_600_000)? {
             http.shutdown_grace_ms = ms;
+        }
+        if let Some(ms) = range("idle_timeout_ms", self.idle_timeout_ms, 100, 3_600_000)? {
+            http.idle_timeout_ms = ms;
+        }
+        if let Some(ms) = range("body_timeout_ms", self.body_timeout_ms, 100, 3_600_000)? {
+            http.body_timeout_ms = ms;
+        }
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = range("max_connections", self.max_connections, 1, 1_000_000)? {
+            http.max_connections = count(n);
+        }
+        if let Some(n) = range("max_sessions", self.max_sessions, 1, 1_000_000)? {
+            http.max_sessions = count(n);
         }
         http.token = match (&self.token_file, &self.token_env) {
             (Some(_), Some(_)) => {
@@ -706,6 +817,7 @@ struct RawPolicy {
     confirm: Option<bool>,
     pin: Option<String>,
     journal_arguments: Option<String>,
+    file: Option<PathBuf>,
 }
 
 /// An environment variable's source: a literal, toolcage's own variable,
@@ -834,6 +946,20 @@ impl RawPolicy {
                     .to_ascii_lowercase()
             }),
             journal_arguments,
+            file: match &self.file {
+                None => None,
+                Some(file) if file.as_os_str().is_empty() => {
+                    return Err(("file".into(), "\"\"".into(), "is empty".into()));
+                }
+                Some(file) if !file.is_absolute() && file.components().count() != 1 => {
+                    return Err((
+                        "file".into(),
+                        format!("{:?}", file.display().to_string()),
+                        "must be a file name in the tools folder, or an absolute path".into(),
+                    ));
+                }
+                Some(file) => Some(file.clone()),
+            },
         })
     }
 
@@ -1115,6 +1241,38 @@ mod tests {
     }
 
     #[test]
+    fn transport_limits_and_file_bindings_parse() {
+        let config = parse(
+            "[server]\nmax_describe_kib = 128\nmax_pending_request_mib = 8\n\
+             [stdio]\nmax_requests_in_flight = 16\nmax_pending_output_mib = 2\n\
+             [http]\nidle_timeout_ms = 1000\nbody_timeout_ms = 2000\nmax_connections = 10\nmax_sessions = 5\n\
+             [tools.read_text_file]\nfile = \"fs_tool.wasm\"\n[tools.x]\nfile = \"/opt/t/x.wasm\"\n",
+        )
+        .expect("valid");
+        assert_eq!(config.server.max_describe_bytes, 128 * 1024);
+        assert_eq!(config.server.max_pending_request_bytes, 8 * 1024 * 1024);
+        assert_eq!(config.stdio.max_requests_in_flight, 16);
+        assert_eq!(config.stdio.max_pending_output, 2 * 1024 * 1024);
+        assert_eq!(
+            (config.http.idle_timeout_ms, config.http.body_timeout_ms),
+            (1000, 2000)
+        );
+        assert_eq!(
+            (config.http.max_connections, config.http.max_sessions),
+            (10, 5)
+        );
+        assert_eq!(
+            config.policy_for("read_text_file").file.as_deref(),
+            Some(Path::new("fs_tool.wasm"))
+        );
+        assert_eq!(
+            config.policy_for("x").file.as_deref(),
+            Some(Path::new("/opt/t/x.wasm"))
+        );
+        assert_eq!(config.defaults.file, None);
+    }
+
+    #[test]
     fn normalize_is_lexical() {
         assert_eq!(normalize(Path::new("/a/./b/../c/")), PathBuf::from("/a/c"));
         assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
@@ -1142,6 +1300,39 @@ mod tests {
                 &["`server.max_concurrent_calls` = 0"],
             ),
             ("bogus = 1", &["bogus"]),
+            (
+                "[server]\nmax_describe_kib = 1",
+                &["`server.max_describe_kib` = 1", "between 64"],
+            ),
+            (
+                "[server]\nmax_pending_request_mib = 0",
+                &["`server.max_pending_request_mib` = 0"],
+            ),
+            (
+                "[stdio]\nmax_requests_in_flight = 0",
+                &["`stdio.max_requests_in_flight` = 0"],
+            ),
+            (
+                "[stdio]\nmax_pending_output_mib = 9999",
+                &["`stdio.max_pending_output_mib`"],
+            ),
+            (
+                "[http]\nidle_timeout_ms = 5",
+                &["`http.idle_timeout_ms` = 5"],
+            ),
+            ("[http]\nmax_sessions = 0", &["`http.max_sessions` = 0"]),
+            (
+                "[http]\nmax_connections = 0",
+                &["`http.max_connections` = 0"],
+            ),
+            (
+                "[defaults]\nfile = \"x.wasm\"",
+                &["`defaults.file`", "[tools.NAME]"],
+            ),
+            (
+                "[tools.t]\nfile = \"a/b.wasm\"",
+                &["`tools.t.file`", "file name"],
+            ),
         ];
         for (text, needles) in cases {
             let error = parse(text).expect_err(text);

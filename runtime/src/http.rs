@@ -115,6 +115,7 @@ pub async fn serve(
         .with_max_request_body_bytes(http.max_body_bytes)
         .with_json_response(true)
         .with_cancellation_token(calls_cancel.clone());
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = {
         let dispatcher = Arc::clone(&host.dispatcher);
         let notifier = Arc::clone(&host.notifier);
@@ -125,18 +126,30 @@ pub async fn serve(
                     Arc::clone(&notifier),
                 ))
             },
-            Arc::new(LocalSessionManager::default()),
+            Arc::clone(&sessions),
             config,
         )
     };
     let gate = Arc::new(Gate {
         token: http.token.clone(),
         permits: Arc::new(Semaphore::new(http.max_concurrent_requests)),
+        budget: Arc::clone(&host.request_budget),
+        max_body_bytes: http.max_body_bytes,
+        body_timeout: Duration::from_millis(http.body_timeout_ms),
+        sessions,
+        max_sessions: http.max_sessions,
+        initializing: Arc::default(),
         mcp,
     });
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = hyper::server::conn::http1::Builder::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // A connection that does not send a whole request head in time (a slow
+    // client, or an idle keep-alive one) is closed.
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(http.idle_timeout_ms));
+    let connections = Arc::new(Semaphore::new(http.max_connections));
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -151,6 +164,10 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Ok(slot) = Arc::clone(&connections).try_acquire_owned() else {
+            refuse_connection(&stream, http.max_connections);
+            continue;
+        };
         let gate = Arc::clone(&gate);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let gate = Arc::clone(&gate);
@@ -162,6 +179,7 @@ pub async fn serve(
             if let Err(error) = connection.await {
                 tracing::debug!(%peer, %error, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     tracing::info!(
@@ -180,10 +198,30 @@ pub async fn serve(
     Ok(())
 }
 
+/// Answer a connection past `http.max_connections` with a 503 and close
+/// it: one write that never waits (a client that does not read gets the
+/// close alone), so refusing costs nothing per connection.
+fn refuse_connection(stream: &tokio::net::TcpStream, limit: usize) {
+    tracing::warn!(limit, "too many connections; refusing a new one");
+    let _ = stream.try_write(
+        b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: text/plain\r\n\
+          content-length: 36\r\nconnection: close\r\n\r\ntoo many connections; retry shortly\n",
+    );
+}
+
 /// Authentication and admission in front of rmcp.
 struct Gate {
     token: Option<String>,
     permits: Arc<Semaphore>,
+    /// The server-wide request budget (shared with stdio).
+    budget: Arc<crate::RequestBudget>,
+    max_body_bytes: usize,
+    body_timeout: Duration,
+    /// rmcp's sessions, to count them.
+    sessions: Arc<LocalSessionManager>,
+    max_sessions: usize,
+    /// `initialize` requests past the session check and not yet answered.
+    initializing: Arc<std::sync::atomic::AtomicUsize>,
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
@@ -211,16 +249,42 @@ impl Gate {
             }
         }
         let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() else {
-            let mut response = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many requests in progress; retry shortly",
-            );
-            response.headers_mut().insert(
-                hyper::header::RETRY_AFTER,
-                hyper::header::HeaderValue::from_static("1"),
-            );
-            return response;
+            return busy("too many requests in progress; retry shortly");
         };
+        // The body, whole, within its size and time limits, before rmcp
+        // parses it; it then holds its share of the request budget until
+        // it is answered.
+        let (parts, body) = request.into_parts();
+        let limited = http_body_util::Limited::new(body, self.max_body_bytes);
+        let body = match tokio::time::timeout(self.body_timeout, limited.collect()).await {
+            Err(_) => {
+                return plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive in time",
+                );
+            }
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is over the limit (`http.max_body_kib`)",
+                );
+            }
+            Ok(Err(_)) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                );
+            }
+            Ok(Ok(collected)) => collected.to_bytes(),
+        };
+        let Some(_budget) = self.budget.try_reserve(body.len()) else {
+            return busy("the server holds too many requests at once; retry shortly");
+        };
+        let _initializing = match self.session_slot(&parts, &body).await {
+            Ok(slot) => slot,
+            Err(response) => return response,
+        };
+        let request = Request::from_parts(parts, Full::new(body));
         let mut mcp = self.mcp.clone();
         // Infallible: rmcp answers every request with a response.
         match mcp.call(request).await {
@@ -228,6 +292,64 @@ impl Gate {
             Err(never) => match never {},
         }
     }
+
+    /// For a request that starts an initialize-era session, a slot among
+    /// `http.max_sessions` (held until rmcp has answered, by then the
+    /// session counts itself); a 503 when none is free.
+    async fn session_slot(
+        &self,
+        parts: &http::request::Parts,
+        body: &[u8],
+    ) -> Result<Option<InitializingGuard>, Response<Body>> {
+        if parts.method != hyper::Method::POST || parts.headers.contains_key("mcp-session-id") {
+            return Ok(None);
+        }
+        /// Only the method of the message; everything else is skipped.
+        #[derive(serde::Deserialize)]
+        struct Method<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+        }
+        let initialize = serde_json::from_slice::<Method<'_>>(body)
+            .is_ok_and(|m| m.method.as_deref() == Some("initialize"));
+        if !initialize {
+            return Ok(None);
+        }
+        use std::sync::atomic::Ordering;
+        let starting = self.initializing.fetch_add(1, Ordering::SeqCst);
+        let guard = InitializingGuard(Arc::clone(&self.initializing));
+        let open = self.sessions.sessions.read().await.len();
+        if open + starting >= self.max_sessions {
+            tracing::warn!(
+                limit = self.max_sessions,
+                "too many sessions; refusing a new one"
+            );
+            return Err(busy(
+                "too many sessions are open (`http.max_sessions`); retry later, or use protocol \
+                 2026-07-28, which needs no session",
+            ));
+        }
+        Ok(Some(guard))
+    }
+}
+
+/// One `initialize` in progress (see [`Gate::session_slot`]).
+struct InitializingGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for InitializingGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A 503 with `Retry-After`.
+fn busy(message: &'static str) -> Response<Body> {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
 }
 
 fn plain(status: StatusCode, message: &'static str) -> Response<Body> {

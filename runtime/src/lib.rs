@@ -78,6 +78,56 @@ pub struct Options {
     pub fuel_metering: bool,
 }
 
+/// The server's request budget: request text held at once, across all
+/// clients and transports (`server.max_pending_request_mib`). A request
+/// holds its share from when it is read until it is answered, so however
+/// many clients send however much, the host holds at most this much request
+/// text (and its parsed form, a small multiple of it).
+pub struct RequestBudget {
+    permits: Arc<tokio::sync::Semaphore>,
+    /// The whole budget, in permits of [`RequestBudget::UNIT`] bytes.
+    total: u32,
+}
+
+impl RequestBudget {
+    /// Bytes per permit.
+    pub const UNIT: usize = 1024;
+
+    /// A budget of `bytes`.
+    pub fn new(bytes: u64) -> Self {
+        let total = u32::try_from(bytes / Self::UNIT as u64)
+            .unwrap_or(u32::MAX)
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS as u32);
+        RequestBudget {
+            permits: Arc::new(tokio::sync::Semaphore::new(total as usize)),
+            total,
+        }
+    }
+
+    /// Permits for a message of `bytes` (at most the whole budget, so the
+    /// largest message still gets in, alone).
+    fn units(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.div_ceil(Self::UNIT).max(1))
+            .unwrap_or(u32::MAX)
+            .min(self.total)
+    }
+
+    /// Hold `bytes`, waiting while others hold the budget.
+    pub async fn reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.permits)
+            .acquire_many_owned(self.units(bytes))
+            .await
+            .ok()
+    }
+
+    /// Hold `bytes` if the budget has them now.
+    pub fn try_reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.permits)
+            .try_acquire_many_owned(self.units(bytes))
+            .ok()
+    }
+}
+
 /// A loaded tool host: sandbox, registry and dispatcher.
 pub struct Host {
     /// The options it was loaded with.
@@ -90,6 +140,8 @@ pub struct Host {
     pub dispatcher: Arc<Dispatcher>,
     /// Tells connected clients when the tool set changes.
     pub notifier: Arc<protocol::Notifier>,
+    /// Request text in flight, across transports.
+    pub request_budget: Arc<RequestBudget>,
 }
 
 impl Host {
@@ -127,12 +179,16 @@ impl Host {
             Arc::clone(&registry),
             Arc::new(options.config.clone()),
         ));
+        let request_budget = Arc::new(RequestBudget::new(
+            options.config.server.max_pending_request_bytes,
+        ));
         Ok(Host {
             options,
             sandbox,
             registry,
             dispatcher,
             notifier: Arc::new(protocol::Notifier::default()),
+            request_budget,
         })
     }
 
@@ -174,7 +230,10 @@ impl Host {
         let server =
             protocol::McpServer::new(Arc::clone(&self.dispatcher), Arc::clone(&self.notifier));
         let running = tokio::select! {
-            running = server.serve(stdio::LineTransport::stdio()) => running,
+            running = server.serve(stdio::LineTransport::stdio(stdio::Admission::new(
+                self.options.config.stdio,
+                Arc::clone(&self.request_budget),
+            ))) => running,
             () = shutdown_signal() => {
                 tracing::info!("signal received before a session started; exiting");
                 return Ok(());

@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolcage::catalog::{FileStatus, LoadedTool};
+use toolcage::catalog::{FileStatus, LoadedTool, ToolStatus};
 use toolcage::config::{Config, Grant, expand_tilde, toml_key};
 use toolcage::dispatch::CallContext;
 use toolcage::journal::ClientId;
@@ -403,8 +403,19 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                                         "idempotentHint": d.annotations.idempotent,
                                         "openWorldHint": d.annotations.open_world,
                                     },
-                                    "status": if entry.shadowed_by.is_some() { "shadowed" } else { "served" },
-                                    "shadowedBy": entry.shadowed_by.as_ref().map(|p| p.display().to_string()),
+                                    "status": match &entry.status {
+                                        ToolStatus::Served => "served",
+                                        ToolStatus::Shadowed(_) => "shadowed",
+                                        ToolStatus::Refused(_) => "refused",
+                                    },
+                                    "shadowedBy": match &entry.status {
+                                        ToolStatus::Shadowed(by) => Some(by.display().to_string()),
+                                        _ => None,
+                                    },
+                                    "refusedBecause": match &entry.status {
+                                        ToolStatus::Refused(why) => Some(why.as_str()),
+                                        _ => None,
+                                    },
                                 })
                             })
                             .collect::<Vec<_>>(),
@@ -478,20 +489,20 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                     let tool: Option<Arc<LoadedTool>> =
                         catalog.tools.get(&entry.descriptor.name).cloned();
                     let summary = entry.descriptor.description.lines().next().unwrap_or("");
-                    match &entry.shadowed_by {
-                        None if tool.is_some() => {
+                    match &entry.status {
+                        ToolStatus::Served if tool.is_some() => {
                             writeln!(stdout, "  {:<24} {summary}", entry.descriptor.name)?
                         }
-                        _ => writeln!(
+                        ToolStatus::Served => {}
+                        ToolStatus::Shadowed(by) => writeln!(
                             stdout,
                             "  {:<24} SHADOWED by {}",
                             entry.descriptor.name,
-                            entry
-                                .shadowed_by
-                                .as_ref()
-                                .map(|p| p.display().to_string())
-                                .unwrap_or_default()
+                            by.display()
                         )?,
+                        ToolStatus::Refused(why) => {
+                            writeln!(stdout, "  {:<24} REFUSED: {why}", entry.descriptor.name)?
+                        }
                     }
                 }
             }

@@ -6,6 +6,15 @@
 //! not a JSON-RPC message with invalid request (-32600, echoing the `id`
 //! when there is one), then keeps serving.
 //!
+//! A client that sends requests but does not read the replies must not make
+//! the server buffer without bound, so reading is gated ([`Admission`]):
+//! the next line is read only while fewer than `stdio.max_requests_in_flight`
+//! requests are unanswered and less than `stdio.max_pending_output_mib` of
+//! replies wait to be written, and every request holds its share of the
+//! server's request budget (`server.max_pending_request_mib`, shared with
+//! HTTP) until it is answered or cancelled. A stalled client thus stalls
+//! only itself; the kernel's pipe buffer is the rest of the backpressure.
+//!
 //! Invariant: every byte written to stdout is a complete JSON-RPC message
 //! followed by `\n`. Writes take a lock on stdout for the whole line.
 
@@ -38,6 +47,124 @@ struct Out {
 pub struct LineTransport {
     incoming: mpsc::Receiver<ClientJsonRpcMessage>,
     writer: Writer,
+    admission: Arc<Admission>,
+}
+
+/// What the reader waits on before it reads another line: requests not yet
+/// answered (each holding its bytes of the request budget) and replies not
+/// yet written.
+pub struct Admission {
+    limits: StdioLimits,
+    budget: Arc<crate::RequestBudget>,
+    state: std::sync::Mutex<AdmissionState>,
+    /// Woken when a request is answered or output is written.
+    changed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct AdmissionState {
+    /// Unanswered requests by id (a client may reuse an id), each with its
+    /// share of the budget.
+    in_flight: std::collections::HashMap<String, Vec<tokio::sync::OwnedSemaphorePermit>>,
+    requests: usize,
+    pending_output: usize,
+}
+
+/// The limits of one stdio connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdioLimits {
+    /// Requests read but not answered at once; past it, reading pauses.
+    pub max_requests_in_flight: usize,
+    /// Bytes of replies waiting to be written; past it, reading pauses.
+    pub max_pending_output: usize,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits {
+            max_requests_in_flight: 256,
+            max_pending_output: 16 * 1024 * 1024,
+        }
+    }
+}
+
+impl Admission {
+    /// A gate with `limits`, drawing on the server-wide `budget`.
+    pub fn new(limits: StdioLimits, budget: Arc<crate::RequestBudget>) -> Self {
+        Admission {
+            limits,
+            budget,
+            state: std::sync::Mutex::default(),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, AdmissionState> {
+        lock(&self.state)
+    }
+
+    /// Wait until another line may be read.
+    async fn ready(&self) {
+        loop {
+            let notified = self.changed.notified();
+            {
+                let state = self.state();
+                if state.requests < self.limits.max_requests_in_flight
+                    && state.pending_output < self.limits.max_pending_output
+                {
+                    return;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Hold `bytes` of the budget for a message just read (waiting while
+    /// other clients hold it); `None` if the budget is closed.
+    async fn reserve(&self, bytes: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.budget.reserve(bytes).await
+    }
+
+    /// A request `id` was read, holding `permit` until it is answered.
+    fn admit(&self, id: String, permit: tokio::sync::OwnedSemaphorePermit) {
+        let mut state = self.state();
+        state.requests += 1;
+        state.in_flight.entry(id).or_default().push(permit);
+    }
+
+    /// Request `id` was answered or cancelled: release it (once).
+    fn settle(&self, id: &str) {
+        let mut state = self.state();
+        let Some(permits) = state.in_flight.get_mut(id) else {
+            return;
+        };
+        permits.pop();
+        if permits.is_empty() {
+            state.in_flight.remove(id);
+        }
+        state.requests = state.requests.saturating_sub(1);
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
+    fn output_queued(&self, bytes: usize) {
+        self.state().pending_output += bytes;
+    }
+
+    fn output_written(&self, bytes: usize) {
+        let mut state = self.state();
+        state.pending_output = state.pending_output.saturating_sub(bytes);
+        drop(state);
+        self.changed.notify_waiters();
+    }
+}
+
+/// A request id as a map key (`7` and `"7"` are different ids).
+fn id_key(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => format!("n{n}"),
+        rmcp::model::NumberOrString::String(s) => format!("s{s}"),
+    }
 }
 
 impl LineTransport {
@@ -46,7 +173,7 @@ impl LineTransport {
     /// runtime's own threads: `tokio::io::stdin`/`stdout` do every read and
     /// write on the blocking pool, a thread hand-off each way per message.
     /// Anything else (a terminal, a file, a socket) goes through those.
-    pub fn stdio() -> Self {
+    pub fn stdio(admission: Admission) -> Self {
         let reader: Box<dyn AsyncRead + Send + Unpin> = match pipe_reader() {
             Some(pipe) => Box::new(pipe),
             None => Box::new(tokio::io::stdin()),
@@ -55,14 +182,16 @@ impl LineTransport {
             Some(pipe) => Box::new(pipe),
             None => Box::new(tokio::io::stdout()),
         };
-        LineTransport::new(reader, writer)
+        LineTransport::new(reader, writer, admission)
     }
 
     /// Over any reader and writer (tests use pipes).
     pub fn new(
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
+        admission: Admission,
     ) -> Self {
+        let admission = Arc::new(admission);
         let writer: Writer = Arc::new(Out {
             pending: std::sync::Mutex::new(Vec::new()),
             sink: Mutex::new(Box::new(writer)),
@@ -70,10 +199,12 @@ impl LineTransport {
         // A small queue: reading pauses when the server falls behind.
         let (tx, incoming) = mpsc::channel(64);
         let replies = Arc::clone(&writer);
+        let gate = Arc::clone(&admission);
         tokio::spawn(async move {
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             loop {
+                gate.ready().await;
                 line.clear();
                 match read_line(&mut reader, &mut line).await {
                     Ok(LineRead::Eof) | Err(_) => break,
@@ -95,10 +226,15 @@ impl LineTransport {
                 if text.is_empty() {
                     continue;
                 }
+                // Its share of the budget, held from before it is parsed
+                // until it is answered.
+                let Some(permit) = gate.reserve(text.len()).await else {
+                    break;
+                };
                 // The usual case, a valid message, is parsed once; only a
                 // line that is not one is parsed again to say why.
                 if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-                    if tx.send(message).await.is_err() {
+                    if !forward(&gate, &tx, message, permit).await {
                         break;
                     }
                     continue;
@@ -113,7 +249,7 @@ impl LineTransport {
                             // Parsed from a value but not from the text: a
                             // duplicate key, say. Take it as the value reads.
                             Ok(message) => {
-                                if tx.send(message).await.is_err() {
+                                if !forward(&gate, &tx, message, permit).await {
                                     break;
                                 }
                                 continue;
@@ -130,8 +266,36 @@ impl LineTransport {
             }
             // Dropping `tx` ends `receive`, which rmcp treats as EOF.
         });
-        LineTransport { incoming, writer }
+        LineTransport {
+            incoming,
+            writer,
+            admission,
+        }
     }
+}
+
+/// Hand `message` to rmcp: a request keeps `permit` until it is answered; a
+/// cancellation settles the request it names (rmcp may not answer a
+/// cancelled request). `false` once rmcp has stopped reading.
+async fn forward(
+    gate: &Admission,
+    tx: &mpsc::Sender<ClientJsonRpcMessage>,
+    message: ClientJsonRpcMessage,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> bool {
+    match &message {
+        ClientJsonRpcMessage::Request(request) => gate.admit(id_key(&request.id), permit),
+        ClientJsonRpcMessage::Notification(notification) => {
+            if let rmcp::model::ClientNotification::CancelledNotification(cancelled) =
+                &notification.notification
+                && let Some(id) = &cancelled.params.request_id
+            {
+                gate.settle(&id_key(id));
+            }
+        }
+        _ => {}
+    }
+    tx.send(message).await.is_ok()
 }
 
 /// Stdin as a non-blocking pipe, if it is a pipe.
@@ -244,10 +408,24 @@ impl Transport<RoleServer> for LineTransport {
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
+        let admission = Arc::clone(&self.admission);
+        let answers = match &item {
+            ServerJsonRpcMessage::Response(response) => Some(id_key(&response.id)),
+            ServerJsonRpcMessage::Error(error) => error.id.as_ref().map(id_key),
+            _ => None,
+        };
         async move {
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
-            write_line(&writer, &line).await
+            let bytes = line.len();
+            admission.output_queued(bytes);
+            let written = write_line(&writer, &line).await;
+            admission.output_written(bytes);
+            // Answered once it is written (or the client is gone).
+            if let Some(id) = answers {
+                admission.settle(&id);
+            }
+            written
         }
     }
 

@@ -212,6 +212,22 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
     .await;
     for file in &next.files {
         let name = file.path.display();
+        // A tool a file declares but does not serve, newly: a clash worth
+        // telling clients (a shadowed duplicate is only logged).
+        if let catalog::FileStatus::Loaded(entries) = &file.status {
+            for entry in entries {
+                let catalog::ToolStatus::Refused(reason) = &entry.status else {
+                    continue;
+                };
+                let was_served = previous.tools.contains_key(&entry.descriptor.name);
+                if was_served || !previous.files.iter().any(|f| f.path == file.path) {
+                    summary.problems.push(format!(
+                        "tool `{}` of `{name}` is not served: {reason}",
+                        entry.descriptor.name
+                    ));
+                }
+            }
+        }
         if !file.capability_change.is_empty() {
             let fate = if file.rejected_update.is_some() {
                 "it was not loaded"

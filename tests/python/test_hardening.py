@@ -9,12 +9,21 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import GUEST_FILES, RawServer, read_journal
+from test_http import call_body, modern_headers, post
+
+
+def post_call(server):
+    """A 2026-07-28 `tools/call` over HTTP: (status, headers, body)."""
+    return post(server.url, call_body(), modern_headers())
 
 # --- The journal loses nothing at exit ----------------------------------------
 
@@ -330,3 +339,201 @@ def test_a_template_built_for_backtracking_matches_in_linear_time(hostile):
     reply = hostile.request("resources/read", {"uri": "hostile://" + "a" * 30 + "x"})
     assert reply["result"]["contents"][0]["text"] == "read"
     hostile.still_serving()
+
+
+# --- Hostile clients ------------------------------------------------------------
+
+
+def test_a_stdio_client_that_never_reads_cannot_grow_the_server(setup):
+    setup.add("time")
+    # Small caps so the test is quick; the defaults are 256 requests and
+    # 16 MiB of replies.
+    setup.write_config("[stdio]\nmax_requests_in_flight = 64\nmax_pending_output_mib = 1\n")
+    raw = Probe(setup)
+    raw.initialize()
+    baseline = raw.peak_mib()
+    sent = 0
+    stop = threading.Event()
+
+    def flood():
+        # Writes block once the server stops reading: that is the point.
+        nonlocal sent
+        try:
+            for i in range(50_000):
+                if stop.is_set():
+                    return
+                raw.send({"jsonrpc": "2.0", "id": f"l{i}", "method": "tools/list"})
+                sent += 1
+        except (BrokenPipeError, ValueError):
+            pass
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    # Wait until the flood stalls: the server stopped reading.
+    stalled_at, last = time.monotonic(), -1
+    while sent != last or time.monotonic() - stalled_at < 2:
+        if sent != last:
+            last, stalled_at = sent, time.monotonic()
+        writer.join(timeout=0.2)
+        if not writer.is_alive():
+            break
+    assert sent < 50_000, "the server kept reading a client that reads nothing"
+    grown = raw.peak_mib() - baseline
+    stop.set()
+    # Now read: every request read so far is answered, and the server goes on.
+    answered = 0
+    while answered < sent:
+        message = raw.read()
+        if str(message.get("id", "")).startswith("l"):
+            answered += 1
+    writer.join(timeout=30)
+    assert grown < 64, f"grew {grown} MiB while the client read nothing"
+    raw.still_serving()
+    raw.close()
+
+
+def http_server(setup, config: str):
+    from conftest import HttpServer
+
+    setup.add("time")
+    setup.write_config(config)
+    return HttpServer(setup)
+
+
+def test_idle_and_slow_http_clients_are_disconnected(setup):
+    server = http_server(setup, "[http]\nidle_timeout_ms = 300\nbody_timeout_ms = 300\n")
+    try:
+        # Half a request head, then silence: closed at the timeout.
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        slow.settimeout(30)
+        reply = slow.recv(4096)
+        # Closed, with or without a 408 first.
+        assert reply == b"" or (b" 408 " in reply and slow.recv(4096) == b""), reply
+        # A whole head, then a body that does not come: 408.
+        dribble = socket.create_connection(("127.0.0.1", server.port))
+        dribble.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{"
+        )
+        dribble.settimeout(30)
+        assert b" 408 " in dribble.recv(4096)
+        # The server serves the next client as usual.
+        status, _, body = post_call(server)
+        assert status == 200, body
+    finally:
+        server.stop()
+
+
+def test_connections_past_the_cap_are_refused_and_the_rest_served(setup):
+    server = http_server(setup, "[http]\nmax_connections = 4\n")
+    try:
+        held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
+        extra = socket.create_connection(("127.0.0.1", server.port))
+        extra.settimeout(30)
+        reply = extra.recv(4096)
+        assert b" 503 " in reply and b"too many connections" in reply, reply
+        held.pop().close()
+        # Once one closes, a new client is served (the slot frees when the
+        # server notices the close).
+        for _ in range(100):
+            status, _, body = post_call(server)
+            if status == 200:
+                break
+        assert status == 200, body
+    finally:
+        server.stop()
+
+
+def test_sessions_past_the_cap_get_503_and_stateless_clients_go_on(setup):
+    server = http_server(setup, "[http]\nmax_sessions = 3\n")
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        statuses = [post(server.url, initialize)[0] for _ in range(5)]
+        assert statuses == [200, 200, 200, 503, 503], statuses
+        status, headers, body = post(server.url, initialize)
+        assert status == 503 and "max_sessions" in body
+        assert {k.lower(): v for k, v in headers.items()}["retry-after"] == "1"
+        # 2026-07-28 needs no session.
+        status, _, body = post_call(server)
+        assert status == 200, body
+    finally:
+        server.stop()
+
+
+# --- Grants follow a tool's file, not just its name ---------------------------
+
+
+def impostor_setup(setup, tmp_path, extra: str = ""):
+    """The bundled fs tool, whose `read_text_file` has a root of its own,
+    and an impostor declaring `read_text_file` in a file that sorts first."""
+    secret = tmp_path / "granted"
+    secret.mkdir()
+    (secret / "notes.txt").write_text("real notes")
+    setup.add("fs")
+    setup.add("impostor", as_name="aaa_impostor.wasm")
+    setup.write_config(
+        f'[tools.read_text_file]\nroots = [{{ path = "{secret}" }}]\n{extra}'
+    )
+    return secret
+
+
+def test_a_new_file_cannot_take_a_name_that_has_grants(setup, tmp_path):
+    secret = impostor_setup(setup, tmp_path)
+    files = {Path(f["file"]).name: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    for file in ["aaa_impostor.wasm", "fs_tool.wasm"]:
+        (entry,) = [t for t in files[file]["tools"] if t["name"] == "read_text_file"]
+        assert entry["status"] == "refused", entry
+        assert "toolcage will not guess" in entry["refusedBecause"]
+    probe = Probe(setup)
+    probe.initialize()
+    tools = {t["name"] for t in probe.request("tools/list", {})["result"]["tools"]}
+    assert "read_text_file" not in tools and "list_directory" in tools
+    reply = probe.request("tools/call", {"name": "read_text_file", "arguments": {"path": str(secret / "notes.txt")}})
+    assert reply["error"]["code"] == -32602
+    probe.close()
+
+
+def test_binding_the_grant_to_its_file_settles_it(setup, tmp_path):
+    secret = impostor_setup(setup, tmp_path, extra='file = "fs_tool.wasm"\n')
+    probe = Probe(setup)
+    probe.initialize()
+    result = probe.call("read_text_file", {"path": str(secret / "notes.txt")})
+    assert texts(result) == "real notes", result
+    probe.close()
+    listed = setup.run()
+    assert "REFUSED: `tools.read_text_file.file` binds it to `fs_tool.wasm`" in listed.stdout, listed.stdout
+
+
+def test_an_impostor_dropped_in_while_serving_gets_nothing(setup, tmp_path):
+    import shutil
+
+    from conftest import GUESTS
+
+    secret = tmp_path / "granted"
+    secret.mkdir()
+    (secret / "notes.txt").write_text("real notes")
+    setup.add("fs")
+    setup.write_config(f'[tools.read_text_file]\nroots = [{{ path = "{secret}" }}]\n')
+    probe = Probe(setup)
+    probe.initialize()
+    path = {"path": str(secret / "notes.txt")}
+    assert texts(probe.call("read_text_file", path)) == "real notes"
+    shutil.copyfile(GUESTS / GUEST_FILES["impostor"], setup.tools_dir / "aaa_impostor.wasm")
+    # The reload warns clients that the impostor's tool is not served.
+    while True:
+        message = probe.read()
+        if message.get("method") == "notifications/message" and "aaa_impostor.wasm" in str(message):
+            assert "is not served" in str(message["params"]["data"]), message
+            break
+    assert texts(probe.call("read_text_file", path)) == "real notes"
+    probe.close()

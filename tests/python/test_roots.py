@@ -394,3 +394,44 @@ async def test_over_http_each_session_has_its_own_roots(setup, tree):
     finally:
         srv.stop()
     tree.assert_untouched()
+
+
+TRAILING = [
+    # Trailing slashes and dots after symlinks that lead out (the class of
+    # wasmtime-wasi advisory RUSTSEC-2026-0269: path resolution that
+    # followed a symlink because of a trailing `/`).
+    "link-to-dir/",
+    "link-to-dir/.",
+    "link-to-dir//secret-in-dir.txt",
+    "link-to-dir/secret-in-dir.txt/",
+    "link-to-dir/./secret-in-dir.txt",
+    "link-to-file/",
+    "link-to-file/.",
+    "chain-1/",
+    "relative-link/",
+    "sub/../link-to-dir/secret-in-dir.txt",
+    "sub/../link-to-file/",
+]
+
+
+@pytest.mark.parametrize("era,client", ERA_ROOTS)
+async def test_trailing_slashes_after_symlinks_cannot_leave(setup, tree, era, client):
+    setup.add("hostile")
+    secret_bytes = str(list(SECRET.encode()[:16]))[1:-1]
+    async with fs_session(setup, tree, era, client_roots_for(tree, client)) as c:
+        for suffix in TRAILING:
+            path = f"{tree.rw}/{suffix}"
+            # Straight through WASI, as hostile code would.
+            raw = await c.call_tool("open_path", {"path": path})
+            assert secret_bytes not in text_of(raw), (suffix, text_of(raw))
+            # And through the bundled tools.
+            assert_refused(await c.call_tool("read_text_file", {"path": path}))
+            listing = await c.call_tool("list_directory", {"path": path})
+            assert_no_secret(listing)
+            # An error names the path it refused; a listing must not list it.
+            assert listing.is_error or "secret-in-dir.txt" not in text_of(listing), suffix
+            written = await c.call_tool("write_file", {"path": path + "x", "content": "pwned"})
+            assert written.is_error, (suffix, text_of(written))
+            made = await c.call_tool("create_directory", {"path": path + "newdir/"})
+            assert made.is_error, (suffix, text_of(made))
+    tree.assert_untouched()
