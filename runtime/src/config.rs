@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::net::HostPattern;
+use crate::net::{HostPattern, NetGrant};
 
 /// Default fuel per call. Fuel counts roughly one unit per WebAssembly
 /// instruction; ten billion is several seconds of pure compute, far beyond
@@ -181,10 +181,14 @@ pub struct Policy {
     /// Whether the tool may ask the client's model for completions (it
     /// spends the user's tokens). Off unless the operator turns it on.
     pub allow_sampling: bool,
-    /// Hosts the tool may reach over HTTP(S). Empty: no network at all.
-    pub network: Arc<[HostPattern]>,
+    /// Hosts the tool may reach over HTTP(S) (empty: no network at all),
+    /// and the addresses pinned for names (`resolve`).
+    pub network: Arc<NetGrant>,
     /// Environment variables the tool sees. Empty: none.
     pub env: Arc<[EnvVar]>,
+    /// The values of the secret variables among `env` (computed once, for
+    /// scrubbing what is logged and journaled; `Debug` never shows them).
+    pub secret_values: SecretValues,
     /// Ask the user before each call: `Some` when the config says so,
     /// `None` to follow the tool's annotations (on for destructive tools).
     pub confirm: Option<bool>,
@@ -200,10 +204,17 @@ pub struct Policy {
 impl Policy {
     /// The values of the secrets among this policy's variables.
     pub fn secrets(&self) -> impl Iterator<Item = &str> {
-        self.env
-            .iter()
-            .filter(|v| v.secret)
-            .map(|v| v.value.as_str())
+        self.secret_values.0.iter().map(String::as_str)
+    }
+}
+
+/// Secret values, which `Debug` shows only as a count.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretValues(pub Arc<[String]>);
+
+impl std::fmt::Debug for SecretValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{} secrets]", self.0.len())
     }
 }
 
@@ -810,6 +821,7 @@ struct RawPolicy {
     roots: Option<Vec<RawRoot>>,
     allow_sampling: Option<bool>,
     network: Option<Vec<String>>,
+    resolve: Option<BTreeMap<String, Vec<String>>>,
     http_max_request_kib: Option<u64>,
     http_max_response_kib: Option<u64>,
     http_timeout_ms: Option<u64>,
@@ -881,18 +893,40 @@ impl RawPolicy {
                 roots
             }
         };
-        let network = match &self.network {
-            None => Arc::clone(&base.network),
+        let hosts = match &self.network {
+            None => base.network.hosts.clone(),
             Some(entries) => {
-                let mut network = Vec::with_capacity(entries.len());
+                let mut hosts = Vec::with_capacity(entries.len());
                 for (i, entry) in entries.iter().enumerate() {
                     let pattern = HostPattern::parse(entry).map_err(|reason| {
                         (format!("network[{i}]"), format!("{entry:?}"), reason)
                     })?;
-                    network.push(pattern);
+                    hosts.push(pattern);
                 }
-                network.into()
+                hosts
             }
+        };
+        let pinned = match &self.resolve {
+            None => base.network.pinned.clone(),
+            Some(table) => {
+                let mut pinned = BTreeMap::new();
+                for (name, addresses) in table {
+                    let (host, ips) = NetGrant::parse_pin(name, addresses).map_err(|reason| {
+                        (
+                            format!("resolve.{}", toml_key(name)),
+                            format!("{addresses:?}"),
+                            reason,
+                        )
+                    })?;
+                    pinned.insert(host, ips);
+                }
+                pinned
+            }
+        };
+        let network = if self.network.is_none() && self.resolve.is_none() {
+            Arc::clone(&base.network)
+        } else {
+            Arc::new(NetGrant { hosts, pinned })
         };
         let env = match &self.env {
             None => Arc::clone(&base.env),
@@ -933,12 +967,20 @@ impl RawPolicy {
                 )
             })?),
         };
+        let secret_values = SecretValues(
+            env.iter()
+                .filter(|v| v.secret)
+                .map(|v| v.value.clone())
+                .collect::<Vec<_>>()
+                .into(),
+        );
         Ok(Policy {
             limits,
             roots,
             allow_sampling: self.allow_sampling.unwrap_or(base.allow_sampling),
             network,
             env,
+            secret_values,
             confirm: self.confirm.or(base.confirm),
             pin: self.pin.as_ref().map(|pin| {
                 pin.strip_prefix("sha256:")
@@ -1367,6 +1409,7 @@ mod tests {
         let w = config.policy_for("w");
         assert_eq!(
             w.network
+                .hosts
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>(),
@@ -1375,7 +1418,7 @@ mod tests {
         assert_eq!(w.limits.http_response_bytes, 64 * 1024);
         assert_eq!(w.confirm, Some(false));
         assert_eq!(config.policy_for("other").confirm, Some(true));
-        assert!(config.policy_for("other").network.is_empty());
+        assert!(config.policy_for("other").network.hosts.is_empty());
         assert_eq!(
             w.pin.as_deref(),
             Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789")

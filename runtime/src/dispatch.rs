@@ -24,6 +24,7 @@ use crate::config::{Config, Limits, Policy};
 use crate::journal::{ClientId, Entry, Journal};
 use crate::json;
 use crate::net::NetRecord;
+use crate::redact::Scrub;
 use crate::roots::effective_roots;
 use crate::sandbox::{
     Access, CallFailure, CallSpec, CapturedOutput, ClientServices, Content, ElicitAnswer,
@@ -365,12 +366,14 @@ impl Dispatcher {
                     tool: name,
                     network: &policy.network,
                     env: &policy.env,
+                    secrets: &policy.secret_values.0,
                 },
                 cancel,
             })
             .await;
-        log_guest_output(name, "stdout", &report.stdout, &record.secrets);
-        log_guest_output(name, "stderr", &report.stderr, &record.secrets);
+        let scrub = Scrub::new(record.secrets.iter().copied());
+        log_guest_output(name, "stdout", &report.stdout, &scrub);
+        log_guest_output(name, "stderr", &report.stderr, &scrub);
 
         // Settle.
         let result_bytes = report.outcome.as_ref().map_or(0, |r| r.size);
@@ -484,6 +487,7 @@ impl Recorder<'_> {
         }
         let digest = self.component.as_ref().map_or("", |c| c.digest.as_str());
         let duration = self.arrived.elapsed();
+        let scrub = Scrub::new(self.secrets.iter().copied());
         // Debug: the journal is the record operators keep; a log line per
         // call at info would cost every call a write to stderr.
         tracing::debug!(
@@ -494,7 +498,7 @@ impl Recorder<'_> {
             fuel_used = run.map_or(0, |r| r.fuel),
             peak_memory_bytes = run.map_or(0, |r| r.peak_memory),
             outcome = %outcome.label(),
-            message = %outcome.message().unwrap_or(""),
+            message = %scrub.text(outcome.message().unwrap_or(""), 1024),
             "call"
         );
         let Some(journal) = self.journal else {
@@ -854,17 +858,21 @@ async fn check_output(tool: &LoadedTool, result: ToolResult, limits: &Limits) ->
     }
 }
 
-fn log_guest_output(tool: &str, stream: &str, output: &CapturedOutput, secrets: &[&str]) {
+fn log_guest_output(tool: &str, stream: &str, output: &CapturedOutput, scrub: &Scrub<'_>) {
     if output.bytes.is_empty() {
         return;
     }
     // A tool may print what it was given; its secrets stay out of the log.
-    let text = crate::journal::scrub(&String::from_utf8_lossy(&output.bytes), secrets);
+    // (The capture is already bounded, to `sandbox::CAPTURE_BYTES`.)
+    let text = scrub.text(
+        String::from_utf8_lossy(&output.bytes).trim_end(),
+        usize::MAX,
+    );
     tracing::info!(
         tool = %tool,
         stream,
         dropped_bytes = output.dropped,
-        output = %text.trim_end(),
+        output = %text,
         "guest output"
     );
 }

@@ -37,9 +37,14 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::{ArgumentsMode, JournalConfig};
 use crate::net::NetRecord;
+use crate::redact::Scrub;
 
 /// Lines that may wait for the writer before new ones are dropped.
 const QUEUE: usize = 4096;
+/// The longest message a line keeps (an error's first line, a refusal).
+const MAX_MESSAGE_BYTES: usize = 4096;
+/// The longest host name a line keeps (DNS names are at most 253 bytes).
+const MAX_HOST_BYTES: usize = 256;
 /// How often a failing journal is reported again.
 const REPORT_EVERY: Duration = Duration::from_secs(60);
 /// The longest a flush (or the drop of a journal) waits for the writer: long
@@ -200,6 +205,7 @@ impl Journal {
         let unix_ms = now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let scrub = Scrub::new(entry.secrets.iter().copied());
         let mut line = Map::new();
         line.insert("time".into(), json!(rfc3339_ms(unix_ms)));
         line.insert("unix_ms".into(), json!(unix_ms));
@@ -209,7 +215,7 @@ impl Journal {
         match entry.arguments_mode {
             ArgumentsMode::Full => {
                 let mut arguments = entry.arguments.clone();
-                redact(&mut arguments, &self.config.redact, entry.secrets);
+                redact(&mut arguments, &self.config.redact, &scrub);
                 line.insert("arguments".into(), arguments);
             }
             ArgumentsMode::Digest => {
@@ -223,7 +229,10 @@ impl Journal {
         }
         line.insert("outcome".into(), json!(entry.outcome));
         if let Some(message) = entry.message {
-            line.insert("message".into(), json!(scrub(message, entry.secrets)));
+            line.insert(
+                "message".into(),
+                json!(scrub.text(message, MAX_MESSAGE_BYTES)),
+            );
         }
         line.insert(
             "duration_ms".into(),
@@ -233,14 +242,34 @@ impl Journal {
         line.insert("peak_memory_bytes".into(), json!(entry.peak_memory));
         line.insert("bytes_in".into(), json!(entry.bytes_in));
         line.insert("bytes_out".into(), json!(entry.bytes_out));
-        if entry.net.requests > 0 || !entry.net.refused.is_empty() {
+        let net = entry.net;
+        if net.requests > 0 || net.refused > 0 {
+            // Hosts are the tool's to choose: scrubbed, and at most
+            // `MAX_RECORDED_HOSTS` of them, so the line stays bounded.
+            let hosts: Vec<Value> = net
+                .hosts
+                .iter()
+                .map(|(host, counts)| {
+                    let mut host = json!({
+                        "host": scrub.text(host, MAX_HOST_BYTES),
+                        "sent": counts.sent,
+                        "refused": counts.refused,
+                    });
+                    if let Some(why) = counts.why {
+                        host["why"] = json!(why);
+                    }
+                    host
+                })
+                .collect();
             line.insert(
                 "network".into(),
                 json!({
-                    "requests": entry.net.requests,
-                    "bytes_sent": entry.net.bytes_sent,
-                    "bytes_received": entry.net.bytes_received,
-                    "refused": entry.net.refused,
+                    "requests": net.requests,
+                    "refused": net.refused,
+                    "bytes_sent": net.bytes_sent,
+                    "bytes_received": net.bytes_received,
+                    "hosts": hosts,
+                    "other_hosts": net.other_hosts,
                 }),
             );
         }
@@ -269,40 +298,25 @@ impl Drop for Journal {
 
 /// Replace the values of `keys` (lowercase) at any depth by `"[redacted]"`,
 /// and every occurrence of a secret in a string by `[secret]`.
-fn redact(value: &mut Value, keys: &[String], secrets: &[&str]) {
+fn redact(value: &mut Value, keys: &[String], scrub: &Scrub<'_>) {
     match value {
         Value::Object(map) => {
             for (key, value) in map.iter_mut() {
                 if keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
                     *value = json!("[redacted]");
                 } else {
-                    redact(value, keys, secrets);
+                    redact(value, keys, scrub);
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact(v, keys, secrets)),
-        Value::String(text) if secrets.iter().any(|s| is_scrubbable(s) && text.contains(s)) => {
-            *text = scrub(text, secrets);
+        Value::Array(items) => items.iter_mut().for_each(|v| redact(v, keys, scrub)),
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(scrubbed) = scrub.replace(text) {
+                *text = scrubbed;
+            }
         }
         _ => {}
     }
-}
-
-/// A secret shorter than this would match ordinary text; it is still never
-/// logged by toolcage, but it is not searched for in arguments.
-fn is_scrubbable(secret: &str) -> bool {
-    secret.len() >= 4
-}
-
-/// `text` with every secret replaced by `[secret]`.
-pub fn scrub(text: &str, secrets: &[&str]) -> String {
-    let mut text = text.to_owned();
-    for secret in secrets.iter().filter(|s| is_scrubbable(s)) {
-        if text.contains(secret) {
-            text = text.replace(secret, "[secret]");
-        }
-    }
-    text
 }
 
 struct Writer {

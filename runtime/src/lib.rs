@@ -25,6 +25,8 @@
 //! - [`http`]: the Streamable HTTP transport: token, admission, shutdown.
 //! - [`net`]: outbound HTTP for tools, behind each tool's host allow-list.
 //! - [`journal`]: the call journal (one JSON line per call).
+//! - [`redact`]: the scrubbing and truncation every tool-controlled text
+//!   passes before a log line or a journal field.
 //! - [`json`]: JSON from untrusted sources, parsed under a byte budget and
 //!   measured as it will be sent.
 //! - [`watch`]: hot reload of the tools folder and the config file.
@@ -42,6 +44,7 @@ pub mod journal;
 pub mod json;
 pub mod net;
 pub mod protocol;
+pub mod redact;
 pub mod roots;
 pub mod sandbox;
 pub mod schema;

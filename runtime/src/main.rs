@@ -156,13 +156,46 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLCAGE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let wanted = std::env::var("TOOLCAGE_LOG").unwrap_or_default();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(&wanted))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_filter("")));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(filter)
         .init();
+}
+
+/// The log filter for `TOOLCAGE_LOG`: a bare level (`debug`) applies to
+/// toolcage's own targets only; every other crate logs at `warn` unless the
+/// operator names it (`rmcp=debug`). Third-party crates' debug output
+/// carries what tools send and receive (wasmtime-wasi logs the bytes a
+/// guest writes, rmcp every message) unscrubbed, so asking toolcage for
+/// debug must not turn it on.
+fn log_filter(wanted: &str) -> String {
+    let mut own = "info".to_owned();
+    let mut named = Vec::new();
+    for directive in wanted.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = ["off", "error", "warn", "info", "debug", "trace"]
+            .iter()
+            .any(|level| directive.eq_ignore_ascii_case(level));
+        if bare {
+            own = directive.to_ascii_lowercase();
+        } else {
+            named.push(directive);
+        }
+    }
+    // Everyone else at warn, or quieter if the operator asked for quieter.
+    let others = match own.as_str() {
+        "off" | "error" => own.as_str(),
+        _ => "warn",
+    };
+    let mut filter = format!("{others},toolcage={own}");
+    for directive in named {
+        filter.push(',');
+        filter.push_str(directive);
+    }
+    filter
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -682,4 +715,25 @@ fn journal(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_level_is_toolcages_and_named_targets_are_kept() {
+        assert_eq!(log_filter(""), "warn,toolcage=info");
+        assert_eq!(log_filter("debug"), "warn,toolcage=debug");
+        assert_eq!(log_filter("TRACE"), "warn,toolcage=trace");
+        assert_eq!(log_filter("error"), "error,toolcage=error");
+        assert_eq!(
+            log_filter("info,toolcage=debug,rmcp=warn"),
+            "warn,toolcage=info,toolcage=debug,rmcp=warn"
+        );
+        assert_eq!(
+            log_filter("debug,rmcp=debug"),
+            "warn,toolcage=debug,rmcp=debug"
+        );
+    }
 }

@@ -26,8 +26,9 @@
 //!   names the host and the tool, so a tool can pass it on to the model; it
 //!   is also logged and recorded for the call journal.
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -37,6 +38,8 @@ use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use hyper::body::{Body, Frame, SizeHint};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use crate::redact::Scrub;
 
 /// One entry of a tool's network grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +173,44 @@ fn normalize_host(host: &str) -> String {
     }
 }
 
+/// What a tool may reach over HTTP: the hosts of its grant, and the
+/// addresses the operator pinned names to (`[tools.NAME.resolve]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetGrant {
+    /// Hosts it may reach. Empty: no network at all.
+    pub hosts: Vec<HostPattern>,
+    /// Names connected to these addresses instead of being resolved.
+    pub pinned: BTreeMap<String, Vec<IpAddr>>,
+}
+
+impl NetGrant {
+    /// Parse a `resolve` table entry: a host name (as grants write it, no
+    /// port, no wildcard) and the addresses to use for it.
+    ///
+    /// # Errors
+    ///
+    /// The name or an address is not valid.
+    pub fn parse_pin(name: &str, addresses: &[String]) -> Result<(String, Vec<IpAddr>), String> {
+        let pattern = HostPattern::parse(name)?;
+        if pattern.wildcard || pattern.port.is_some() || pattern.host.parse::<IpAddr>().is_ok() {
+            return Err("must be a host name, without a port or `*.`".into());
+        }
+        if addresses.is_empty() {
+            return Err("lists no addresses".into());
+        }
+        let ips = addresses
+            .iter()
+            .map(|a| {
+                a.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<IpAddr>()
+                    .map_err(|_| format!("has `{a}`, which is not an IP address"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((pattern.host, ips))
+    }
+}
+
 /// Caps on one tool's HTTP requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetLimits {
@@ -181,36 +222,304 @@ pub struct NetLimits {
     pub timeout: Duration,
 }
 
-/// What one call did on the network, for the journal.
+/// Distinct hosts a call's record keeps; requests to more are counted as
+/// `other_hosts`, so a line stays bounded however many hosts a call tries.
+pub const MAX_RECORDED_HOSTS: usize = 16;
+
+/// What one call did on the network, for the journal: bounded in size
+/// whatever the call does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetRecord {
     /// Requests sent.
     pub requests: u32,
-    /// Refusals, each `host:port: why`.
-    pub refused: Vec<String>,
+    /// Requests refused.
+    pub refused: u32,
     /// Request body bytes sent.
     pub bytes_sent: u64,
     /// Response body bytes received.
     pub bytes_received: u64,
+    /// Per host (`host:port`, as checked), at most [`MAX_RECORDED_HOSTS`].
+    pub hosts: BTreeMap<String, HostCounts>,
+    /// Requests (sent or refused) to hosts past the first
+    /// [`MAX_RECORDED_HOSTS`].
+    pub other_hosts: u32,
 }
 
-/// The `wasi:http` hooks of one call: the grant check and the caps.
+/// One host's share of a call's [`NetRecord`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostCounts {
+    /// Requests sent to it.
+    pub sent: u32,
+    /// Requests to it refused.
+    pub refused: u32,
+    /// Why the first refusal was (`not granted`, a cap).
+    pub why: Option<&'static str>,
+}
+
+impl NetRecord {
+    /// Count one request to `target` (`refused` with `why`, or sent);
+    /// `true` if it is the first refusal for that host (worth a log line).
+    fn count(&mut self, target: &str, refused: Option<&'static str>) -> bool {
+        match refused {
+            Some(_) => self.refused += 1,
+            None => self.requests += 1,
+        }
+        let known = self.hosts.contains_key(target);
+        if !known && self.hosts.len() >= MAX_RECORDED_HOSTS {
+            self.other_hosts += 1;
+            return refused.is_some() && self.other_hosts == 1;
+        }
+        let counts = self.hosts.entry(target.to_owned()).or_default();
+        match refused {
+            Some(why) => {
+                counts.refused += 1;
+                counts.why.get_or_insert(why);
+                counts.refused == 1
+            }
+            None => {
+                counts.sent += 1;
+                false
+            }
+        }
+    }
+}
+
+/// Where a request goes, parsed once from its URL. What the grant is
+/// checked against is exactly what is resolved, connected to, sent as
+/// `Host` and verified by TLS: nothing is read twice, by two parsers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `https`.
+    pub https: bool,
+    /// The host, normalised.
+    pub host: TargetHost,
+    /// The port, explicit or the scheme's.
+    pub port: u16,
+}
+
+/// A request's host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetHost {
+    /// An IP literal: connected to as it is, never resolved.
+    Ip(IpAddr),
+    /// A DNS name: lowercase ASCII, no trailing dot.
+    Name(String),
+}
+
+impl Target {
+    /// Parse the scheme and authority of `uri`.
+    ///
+    /// # Errors
+    ///
+    /// What about the authority is refused, for the guest's message: no
+    /// host, credentials, an empty or bad port, an unbracketed IPv6
+    /// address, a name that is not ASCII, a name a resolver would read as a
+    /// number (`2130706433`, `0x7f.1`) or an IP address with a trailing dot.
+    pub fn parse(uri: &http::Uri) -> Result<Target, String> {
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            other => {
+                return Err(format!(
+                    "the scheme `{}` is not http or https",
+                    other.unwrap_or("")
+                ));
+            }
+        };
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        if authority.is_empty() {
+            return Err("the URL has no host".into());
+        }
+        if authority.contains('@') {
+            return Err(
+                "the URL carries a user name or password (`user@host`), which toolcage never sends"
+                    .into(),
+            );
+        }
+        let (host, port) = match authority.strip_prefix('[') {
+            Some(rest) => {
+                let (host, after) = rest
+                    .split_once(']')
+                    .ok_or("the IPv6 address is not closed with `]`")?;
+                let port = match after {
+                    "" => None,
+                    after => Some(
+                        after
+                            .strip_prefix(':')
+                            .ok_or("junk after the IPv6 address")?,
+                    ),
+                };
+                let ip = host
+                    .parse::<std::net::Ipv6Addr>()
+                    .map_err(|_| format!("`[{host}]` is not an IPv6 address"))?;
+                (TargetHost::Ip(IpAddr::V6(ip)), port)
+            }
+            None => {
+                let (host, port) = match authority.rsplit_once(':') {
+                    Some((host, port)) => (host, Some(port)),
+                    None => (authority, None),
+                };
+                if host.contains(':') {
+                    return Err("an IPv6 address must be in brackets (`[::1]`)".into());
+                }
+                (parse_host(host)?, port)
+            }
+        };
+        let port = match port {
+            None => {
+                if https {
+                    443
+                } else {
+                    80
+                }
+            }
+            Some(port) => parse_port(port)?,
+        };
+        Ok(Target { https, host, port })
+    }
+
+    /// The host as grants compare it: an IP's canonical form, or the name.
+    pub fn host(&self) -> String {
+        match &self.host {
+            TargetHost::Ip(ip) => ip.to_string(),
+            TargetHost::Name(name) => name.clone(),
+        }
+    }
+
+    /// The `Host` header: the host (IPv6 in brackets), with the port unless
+    /// it is the scheme's.
+    fn authority(&self) -> String {
+        let host = match &self.host {
+            TargetHost::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+            _ => self.host(),
+        };
+        let default = if self.https { 443 } else { 80 };
+        if self.port == default {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            TargetHost::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            _ => write!(f, "{}:{}", self.host(), self.port),
+        }
+    }
+}
+
+/// A port as written in a URL: 1 to 5 digits, 1 to 65535.
+fn parse_port(text: &str) -> Result<u16, String> {
+    if text.is_empty() {
+        return Err("the URL has an empty port (`host:`)".into());
+    }
+    if text.len() > 5 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{text}` is not a port"));
+    }
+    match text.parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("`{text}` is not a port (1 to 65535)")),
+        Ok(port) => Ok(port),
+    }
+}
+
+/// An unbracketed host: an IPv4 address in dotted decimal, or a DNS name.
+fn parse_host(text: &str) -> Result<TargetHost, String> {
+    if let Ok(ip) = text.parse::<std::net::Ipv4Addr>() {
+        return Ok(TargetHost::Ip(IpAddr::V4(ip)));
+    }
+    if !text.is_ascii() {
+        return Err(format!(
+            "the host `{}` is not ASCII; write international names in punycode (`xn--…`)",
+            text.escape_default()
+        ));
+    }
+    // One trailing dot marks a fully qualified name; the name is the same
+    // without it, and it is sent and resolved without it.
+    let name = text.strip_suffix('.').unwrap_or(text).to_ascii_lowercase();
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err(format!(
+            "`{text}` is an IP address with a trailing dot, which resolvers read as a host name; \
+             write the address without it"
+        ));
+    }
+    let labels: Vec<&str> = name.split('.').collect();
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && labels.iter().all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    if !valid {
+        return Err(format!(
+            "`{}` is not a valid host name",
+            text.escape_default()
+        ));
+    }
+    if looks_numeric(&labels) {
+        return Err(format!(
+            "`{text}` looks like a numeric address, which resolvers read differently; write IP \
+             addresses in dotted decimal (`127.0.0.1`)"
+        ));
+    }
+    Ok(TargetHost::Name(name))
+}
+
+/// Whether a resolver could read `labels` as an IPv4 address (the
+/// `inet_aton` forms: 1 to 4 decimal, octal or hex numbers), or the name
+/// ends in an all-digit label (no top-level domain is numeric).
+fn looks_numeric(labels: &[&str]) -> bool {
+    let number = |label: &str| {
+        let hex = label
+            .strip_prefix("0x")
+            .or_else(|| label.strip_prefix("0X"));
+        match hex {
+            Some(digits) => digits.bytes().all(|b| b.is_ascii_hexdigit()),
+            None => label.bytes().all(|b| b.is_ascii_digit()),
+        }
+    };
+    labels
+        .last()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+        || (labels.len() <= 4 && labels.iter().all(|l| number(l)))
+}
+
+/// The `wasi:http` hooks of one call: the grant check, the caps, and the
+/// connection itself.
 pub struct NetGate {
     tool: Arc<str>,
-    grant: Arc<[HostPattern]>,
+    grant: Arc<NetGrant>,
     limits: NetLimits,
+    /// The tool's secrets, scrubbed from what is logged.
+    secrets: Arc<[String]>,
     record: Arc<Mutex<NetRecord>>,
 }
 
 impl NetGate {
     /// The gate for a call of `tool` with `grant`.
-    pub fn new(tool: Arc<str>, grant: Arc<[HostPattern]>, limits: NetLimits) -> Self {
+    pub fn new(
+        tool: Arc<str>,
+        grant: Arc<NetGrant>,
+        limits: NetLimits,
+        secrets: Arc<[String]>,
+    ) -> Self {
         NetGate {
             tool,
             grant,
             limits,
+            secrets,
             record: Arc::default(),
         }
+    }
+
+    /// The secrets of the call's tool (to scrub what is logged).
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.secrets.iter().map(String::as_str)
     }
 
     /// What the call did so far.
@@ -218,46 +527,53 @@ impl NetGate {
         lock(&self.record).clone()
     }
 
-    /// `Ok(())` if `request` may go out; else the message for the guest.
-    fn check(&self, request: &http::Request<WasiBody>) -> Result<(), (String, String)> {
-        let uri = request.uri();
-        let Some(host) = uri.host() else {
-            return Err((
-                "(none)".into(),
-                format!(
-                    "toolcage refused a request of tool `{}`: the URL has no host",
-                    self.tool
-                ),
-            ));
-        };
-        let host = normalize_host(host.trim_start_matches('[').trim_end_matches(']'));
-        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let target = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        if self.grant.iter().any(|p| p.matches(&host, port)) {
-            return Ok(());
+    /// The target of `request` if it may go out; else what to record and
+    /// the message for the guest.
+    fn check(&self, request: &http::Request<WasiBody>) -> Result<Target, (String, String)> {
+        let tool = &self.tool;
+        let target = Target::parse(request.uri()).map_err(|why| {
+            (
+                "(unparsable)".to_owned(),
+                format!("toolcage refused a request of tool `{tool}`: {why}"),
+            )
+        })?;
+        let host = target.host();
+        if self
+            .grant
+            .hosts
+            .iter()
+            .any(|p| p.matches(&host, target.port))
+        {
+            return Ok(target);
         }
-        let message = if self.grant.is_empty() {
+        let message = if self.grant.hosts.is_empty() {
             format!(
-                "toolcage refused the request to `{target}`: tool `{}` has no network grant \
-                 (the operator grants hosts with `network = [\"host\"]` under `[tools.{}]` \
-                 in the config)",
-                self.tool, self.tool
+                "toolcage refused the request to `{target}`: tool `{tool}` has no network grant \
+                 (the operator grants hosts with `network = [\"host\"]` under `[tools.{tool}]` \
+                 in the config)"
             )
         } else {
-            let granted: Vec<String> = self.grant.iter().map(ToString::to_string).collect();
+            let granted: Vec<String> = self.grant.hosts.iter().map(ToString::to_string).collect();
             format!(
                 "toolcage refused the request to `{target}`: it is not in the network grant \
-                 of tool `{}` (granted: {})",
-                self.tool,
+                 of tool `{tool}` (granted: {})",
                 granted.join(", ")
             )
         };
-        Err((target, message))
+        Err((target.to_string(), message))
+    }
+
+    /// Count a refusal; log the first for each host of the call.
+    fn refused(&self, target: &str, why: &'static str) {
+        if lock(&self.record).count(target, Some(why)) {
+            let scrub = Scrub::new(self.secrets.iter().map(String::as_str));
+            tracing::warn!(
+                tool = %self.tool,
+                host = %scrub.text(target, 256),
+                why,
+                "network request refused (later refusals of this host in this call are counted, not logged)"
+            );
+        }
     }
 }
 
@@ -292,45 +608,42 @@ impl WasiHttpHooks for NetGate {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
         let checked = self.check(&request);
+        if let Err((target, _)) = &checked {
+            self.refused(target, "not granted");
+        }
         let tool = Arc::clone(&self.tool);
+        let grant = Arc::clone(&self.grant);
         let limits = self.limits;
         let record = Arc::clone(&self.record);
         Box::new(async move {
             let target = match checked {
-                Ok(()) => request
-                    .uri()
-                    .authority()
-                    .map_or_else(String::new, ToString::to_string),
-                Err((target, message)) => {
-                    tracing::warn!(tool = %tool, host = %target, "network request refused: not in the tool's grant");
-                    lock(&record).refused.push(format!("{target}: not granted"));
-                    return Err(refusal(message));
-                }
+                Ok(target) => target,
+                Err((_, message)) => return Err(refusal(message)),
             };
-            lock(&record).requests += 1;
+            let label = target.to_string();
+            lock(&record).count(&label, None);
             let cap = |direction, cap| Cap {
                 direction,
                 cap,
-                target: target.clone(),
+                target: label.clone(),
                 tool: Arc::clone(&tool),
                 record: Arc::clone(&record),
             };
             let (parts, body) = request.into_parts();
             let body = cap(Direction::Sent, limits.request_bytes).wrap(&parts.headers, body)?;
-            let request = http::Request::from_parts(parts, body);
-            let clamp = |asked: Option<Duration>| {
-                Some(asked.map_or(limits.timeout, |d| d.min(limits.timeout)))
+            let clamp =
+                |asked: Option<Duration>| asked.map_or(limits.timeout, |d| d.min(limits.timeout));
+            let timeouts = Timeouts {
+                connect: clamp(options.and_then(|o| o.connect_timeout)),
+                first_byte: clamp(options.and_then(|o| o.first_byte_timeout)),
+                between_bytes: clamp(options.and_then(|o| o.between_bytes_timeout)),
             };
-            let options = RequestOptions {
-                connect_timeout: clamp(options.and_then(|o| o.connect_timeout)),
-                first_byte_timeout: clamp(options.and_then(|o| o.first_byte_timeout)),
-                between_bytes_timeout: clamp(options.and_then(|o| o.between_bytes_timeout)),
-            };
-            // Connect and first byte are bounded by the options; this bounds
-            // the whole exchange up to the response head (TLS included).
+            // Connect and first byte are bounded by the timeouts; this bounds
+            // the whole exchange up to the response head (resolving and TLS
+            // included).
             let sent = tokio::time::timeout(
                 limits.timeout.saturating_mul(2),
-                wasmtime_wasi_http::default_send_request(request, Some(options)),
+                send(&target, &grant, parts, body, timeouts),
             )
             .await;
             let (response, io) = match sent {
@@ -338,14 +651,197 @@ impl WasiHttpHooks for NetGate {
                 Err(_) => return Err(HttpError::ConnectionTimeout),
             };
             let (parts, body) = response.into_parts();
-            let body = cap(Direction::Received, limits.response_bytes)
-                .wrap(&parts.headers, body.boxed_unsync())?;
-            let response = http::Response::from_parts(parts, body);
+            let body =
+                cap(Direction::Received, limits.response_bytes).wrap(&parts.headers, body)?;
             Ok((
-                response,
+                http::Response::from_parts(parts, body),
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
+    }
+}
+
+/// A request's timeouts, each at most the tool's `http_timeout_ms`.
+#[derive(Debug, Clone, Copy)]
+struct Timeouts {
+    connect: Duration,
+    first_byte: Duration,
+    between_bytes: Duration,
+}
+
+/// Send a checked request to exactly `target`: connect to its address (an
+/// IP literal as it is; a name at its pinned addresses, else as the system
+/// resolves it), TLS for `https` verified against `target`'s host, `Host`
+/// set to `target`'s authority, and the URL reduced to its path.
+async fn send(
+    target: &Target,
+    grant: &NetGrant,
+    mut parts: http::request::Parts,
+    body: WasiBody,
+    timeouts: Timeouts,
+) -> Result<
+    (
+        http::Response<WasiBody>,
+        impl Future<Output = Result<(), HttpError>> + Send + 'static,
+    ),
+    HttpError,
+> {
+    let stream = connect(target, grant, timeouts.connect).await?;
+    let stream: Box<dyn Stream> = if target.https {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+        };
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|_| HttpError::TlsProtocolError)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let name = match &target.host {
+            TargetHost::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
+            TargetHost::Name(name) => rustls::pki_types::ServerName::try_from(name.clone())
+                .map_err(|_| HttpError::HttpRequestUriInvalid)?,
+        };
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tls = tokio::time::timeout(timeouts.connect, connector.connect(name, stream))
+            .await
+            .map_err(|_| HttpError::ConnectionTimeout)?
+            .map_err(HttpError::Tls)?;
+        Box::new(tls)
+    } else {
+        Box::new(stream)
+    };
+    let (mut sender, connection) = tokio::time::timeout(
+        timeouts.connect,
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    // The authority checked is the authority sent; the wire carries only
+    // the path (this is not a proxy request).
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), ToString::to_string);
+    parts.uri = http::Uri::try_from(path).map_err(|_| HttpError::HttpRequestUriInvalid)?;
+    let host = http::HeaderValue::try_from(target.authority())
+        .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+    parts.headers.insert(http::header::HOST, host);
+    let request = http::Request::from_parts(parts, body);
+    let connection = tokio::spawn(connection);
+    let response = tokio::time::timeout(timeouts.first_byte, sender.send_request(request))
+        .await
+        .map_err(|_| HttpError::ConnectionReadTimeout)?
+        .map_err(HttpError::from)?;
+    let between = timeouts.between_bytes.max(Duration::from_nanos(1));
+    let response = response.map(|incoming| {
+        Timed {
+            incoming,
+            between,
+            sleep: Box::pin(tokio::time::sleep(between)),
+        }
+        .boxed_unsync()
+    });
+    let io = async move {
+        match connection.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) if error.is_timeout() => Err(HttpError::HttpResponseTimeout),
+            Ok(Err(error)) => Err(error.into()),
+            Err(_) => Err(HttpError::ConnectionTerminated),
+        }
+    };
+    Ok((response, io))
+}
+
+/// A TCP or TLS stream.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+/// Connect to `target`: its IP, or its name's pinned or resolved addresses
+/// in turn, each within `timeout`.
+async fn connect(
+    target: &Target,
+    grant: &NetGrant,
+    timeout: Duration,
+) -> Result<tokio::net::TcpStream, HttpError> {
+    let addresses: Vec<SocketAddr> = match &target.host {
+        TargetHost::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
+        TargetHost::Name(name) => match grant.pinned.get(name) {
+            Some(ips) => ips
+                .iter()
+                .map(|ip| SocketAddr::new(*ip, target.port))
+                .collect(),
+            None => match tokio::time::timeout(
+                timeout,
+                tokio::net::lookup_host((name.as_str(), target.port)),
+            )
+            .await
+            {
+                Err(_) => return Err(HttpError::DnsTimeout),
+                Ok(Err(_)) => {
+                    return Err(HttpError::DnsError {
+                        rcode: Some("address not available".into()),
+                        info_code: None,
+                    });
+                }
+                Ok(Ok(addresses)) => addresses.collect(),
+            },
+        },
+    };
+    let mut last = HttpError::DestinationNotFound;
+    for address in addresses {
+        match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                last = HttpError::ConnectionRefused;
+            }
+            Ok(Err(error)) => last = HttpError::Connect(error),
+            Err(_) => last = HttpError::ConnectionTimeout,
+        }
+    }
+    Err(last)
+}
+
+/// A response body that fails when no frame comes for `between`.
+struct Timed {
+    incoming: hyper::body::Incoming,
+    between: Duration,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Body for Timed {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        match Pin::new(&mut self.incoming).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let deadline = tokio::time::Instant::now() + self.between;
+                self.sleep.as_mut().reset(deadline);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) if error.is_timeout() => {
+                Poll::Ready(Some(Err(HttpError::HttpResponseTimeout)))
+            }
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => match self.sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.incoming.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.incoming.size_hint()
     }
 }
 
@@ -391,12 +887,11 @@ impl Cap {
 
     /// Record the refusal and build the error for the guest.
     fn refuse(&self, length: Option<u64>) -> HttpError {
-        lock(&self.record).refused.push(format!(
-            "{}: {} body over {} bytes",
-            self.target,
-            self.wording().0,
-            self.cap
-        ));
+        let why = match self.direction {
+            Direction::Sent => "request body over the cap",
+            Direction::Received => "response body over the cap",
+        };
+        lock(&self.record).count(&self.target, Some(why));
         self.error(length)
     }
 
@@ -503,6 +998,93 @@ mod tests {
         assert!(allows("[::1]:8080", "::1", 8080));
         assert!(allows("[0:0::1]", "::1", 80));
         assert!(!allows("127.0.0.1", "2130706433", 80));
+    }
+
+    fn target(url: &str) -> Result<String, String> {
+        let uri: http::Uri = url.parse().map_err(|e| format!("uri: {e}"))?;
+        Target::parse(&uri).map(|t| format!("{t} {}", t.authority()))
+    }
+
+    #[test]
+    fn targets_are_normalised_once() {
+        for (url, expected) in [
+            (
+                "http://api.example.com/x",
+                "api.example.com:80 api.example.com",
+            ),
+            (
+                "https://API.Example.COM./x",
+                "api.example.com:443 api.example.com",
+            ),
+            ("http://127.0.0.1:8080/", "127.0.0.1:8080 127.0.0.1:8080"),
+            ("https://[::1]:8443/", "[::1]:8443 [::1]:8443"),
+            ("https://[0:0::1]/", "[::1]:443 [::1]"),
+            ("http://localhost:443/", "localhost:443 localhost:443"),
+            ("http://a_b.example/", "a_b.example:80 a_b.example"),
+        ] {
+            assert_eq!(target(url).as_deref(), Ok(expected), "{url}");
+        }
+    }
+
+    #[test]
+    fn authorities_read_differently_are_refused() {
+        for (url, why) in [
+            ("http://127.0.0.1./", "trailing dot"),
+            ("http://127.0.0.1.:8080/", "trailing dot"),
+            ("http://2130706433/", "numeric"),
+            ("http://0x7f000001/", "numeric"),
+            ("http://0x7f.1/", "numeric"),
+            ("http://017700000001/", "numeric"),
+            ("http://1.2.3.4.5/", "numeric"),
+            ("http://example.123/", "numeric"),
+            ("http://user@example.com/", "user name"),
+            ("http://user:pw@example.com/", "user name"),
+            ("http://example.com:/", "empty port"),
+            ("http://example.com:0/", "not a port"),
+            ("http://example..com/", "not a valid host"),
+            ("http://exa%6dple.com/", "invalid authority"),
+            ("ftp://example.com/", "not http"),
+        ] {
+            let error = target(url).expect_err(url);
+            assert!(error.contains(why), "{url}: {error}");
+        }
+    }
+
+    #[test]
+    fn records_stay_bounded() {
+        let mut record = NetRecord::default();
+        assert!(record.count("a:80", Some("not granted")));
+        assert!(!record.count("a:80", Some("not granted")));
+        record.count("a:80", None);
+        for i in 0..1000 {
+            record.count(&format!("h{i}:80"), Some("not granted"));
+        }
+        assert_eq!(record.hosts.len(), MAX_RECORDED_HOSTS);
+        assert_eq!(record.refused, 1002);
+        assert_eq!(record.requests, 1);
+        assert_eq!(record.other_hosts, 1000 - (MAX_RECORDED_HOSTS as u32 - 1));
+        let a = &record.hosts["a:80"];
+        assert_eq!((a.sent, a.refused, a.why), (1, 2, Some("not granted")));
+    }
+
+    #[test]
+    fn pins_are_names_with_addresses() {
+        assert_eq!(
+            NetGrant::parse_pin("API.example.com", &["1.2.3.4".into(), "[::1]".into()]),
+            Ok((
+                "api.example.com".into(),
+                vec!["1.2.3.4".parse().expect("ip"), "::1".parse().expect("ip")]
+            ))
+        );
+        for (name, addresses) in [
+            ("*.example.com", vec!["1.2.3.4".to_owned()]),
+            ("example.com:8080", vec!["1.2.3.4".to_owned()]),
+            ("127.0.0.1", vec!["1.2.3.4".to_owned()]),
+            ("example.com", vec![]),
+            ("example.com", vec!["example.org".to_owned()]),
+        ] {
+            assert!(NetGrant::parse_pin(name, &addresses).is_err(), "{name}");
+        }
     }
 
     #[test]

@@ -175,14 +175,14 @@ class RawServer:
     """The binary on raw pipes, for what an SDK would not send: malformed
     lines, wrong shapes. Every stdout line is checked to be JSON-RPC."""
 
-    def __init__(self, s: Setup):
+    def __init__(self, s: Setup, log: str = "info,rmcp=warn"):
         self.stderr = open(s.stderr_path, "a")
         self.proc = subprocess.Popen(
             [str(BIN), *s.args()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env={**os.environ, "TOOLCAGE_LOG": "info,rmcp=warn"},
+            env={**os.environ, "TOOLCAGE_LOG": log},
         )
         self.lines: list[str] = []
 

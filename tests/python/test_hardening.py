@@ -537,3 +537,38 @@ def test_an_impostor_dropped_in_while_serving_gets_nothing(setup, tmp_path):
             break
     assert texts(probe.call("read_text_file", path)) == "real notes"
     probe.close()
+
+
+# --- Shares of the instance pool ------------------------------------------------
+
+
+def component_with_core_instances(count: int, memory: bool) -> bytes:
+    """A component, encoded by hand, that instantiates one core module
+    `count` times; the module defines a one-page memory if `memory`."""
+
+    def leb(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | 0x80 if n else byte)
+            if not n:
+                return bytes(out)
+
+    def section(section_id: int, payload: bytes) -> bytes:
+        return bytes([section_id]) + leb(len(payload)) + payload
+
+    module = b"\0asm\x01\0\0\0" + (section(5, b"\x01\x00\x01") if memory else b"")
+    instances = leb(count) + b"\x00\x00\x00" * count  # instantiate module 0, no arguments
+    return b"\0asm\x0d\x00\x01\x00" + section(1, module) + section(2, instances)
+
+
+def test_a_component_needing_more_than_its_share_of_the_pool_is_refused_at_load(setup):
+    setup.add("time")
+    (setup.tools_dir / "memories.wasm").write_bytes(component_with_core_instances(5, memory=True))
+    (setup.tools_dir / "instances.wasm").write_bytes(component_with_core_instances(33, memory=False))
+    files = {Path(f["file"]).name: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    assert "contains 5 Wasm linear memories, which exceeds the configured maximum of 4" in (
+        files["memories.wasm"]["error"]
+    ), files["memories.wasm"]
+    assert "exceeds the configured maximum of 32" in files["instances.wasm"]["error"], files["instances.wasm"]
+    assert files["time_tool.wasm"]["status"] == "loaded"

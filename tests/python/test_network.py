@@ -6,6 +6,8 @@ it; raw sockets and name lookup stay denied even with HTTP granted."""
 
 from __future__ import annotations
 
+import json
+
 import time
 
 import pytest
@@ -111,8 +113,6 @@ network = ["localhost:{openmeteo.port}"]
                 # Another host, and the default port of the granted one.
                 "http://evil.example/": "evil.example:80",
                 "https://localhost/": "localhost:443",
-                # A decimal IP literal.
-                "http://2130706433/": "2130706433:80",
                 # A redirect from the granted host to one that is not.
                 f"http://localhost:{openmeteo.port}/redirect?to=http://127.0.0.1:{other.port}/echo": f"127.0.0.1:{other.port}",
             }
@@ -122,6 +122,10 @@ network = ["localhost:{openmeteo.port}"]
                 assert result.is_error, f"{url} was not refused: {text}"
                 assert "toolcage refused" in text and host in text and "`fetch`" in text, (url, text)
                 assert f"localhost:{openmeteo.port}" in text  # what is granted
+            # Forms a resolver reads as an IP address are refused outright.
+            for url in ["http://2130706433/", "http://0x7f000001/", "http://127.0.0.1./"]:
+                result = await fetch(url)
+                assert result.is_error and "toolcage refused" in text_of(result), (url, text_of(result))
             # The only requests that arrived were to the granted authority.
             assert other.requests == []
             assert openmeteo.paths() == ["/echo", "/redirect"]
@@ -133,12 +137,17 @@ network = ["localhost:{openmeteo.port}"]
             assert lookup.is_error, text_of(lookup)
             assert other.requests == []
 
-        await until(lambda: sum(1 for e in read_journal(log) if e["tool"] == "fetch") == 7)
+        await until(lambda: sum(1 for e in read_journal(log) if e["tool"] == "fetch") == 9)
         fetches = [e for e in read_journal(log) if e["tool"] == "fetch"]
         assert fetches[0]["network"]["requests"] == 1 and fetches[0]["network"]["bytes_received"] > 0
-        refused = [r for e in fetches for r in e.get("network", {}).get("refused", [])]
-        assert f"127.0.0.1:{openmeteo.port}: not granted" in refused
-        assert "evil.example:80: not granted" in refused
+        assert fetches[0]["network"]["hosts"] == [
+            {"host": f"localhost:{openmeteo.port}", "sent": 1, "refused": 0}
+        ]
+        refused = {
+            h["host"]: h["why"] for e in fetches for h in e.get("network", {}).get("hosts", []) if h["refused"]
+        }
+        assert refused[f"127.0.0.1:{openmeteo.port}"] == "not granted"
+        assert refused["evil.example:80"] == "not granted"
     finally:
         other.close()
 
@@ -201,3 +210,62 @@ def test_bad_grants_are_config_errors(setup):
         result = setup.run()
         assert result.returncode == 2, result.stderr
         assert "tools.fetch.network[0]" in result.stderr and needle in result.stderr, result.stderr
+
+
+SECRET_VALUE = "Sup3rSecret-Value-42"
+
+
+@pytest.mark.parametrize("how", ["result", "error", "panic"])
+@pytest.mark.parametrize("log", ["debug", "trace", "info,toolcage=trace"])
+def test_a_secret_never_reaches_the_log_or_the_journal(setup, tmp_path, how, log):
+    from test_hardening import Probe, texts
+
+    setup.add("hostile")
+    key = tmp_path / "api.key"
+    key.write_text(SECRET_VALUE + "\n")
+    journal = tmp_path / "journal.jsonl"
+    setup.write_config(
+        f"""
+[tools.leak]
+network = ["127.0.0.1:9"]
+[tools.leak.env]
+API_KEY = {{ file = "{key}" }}
+[journal]
+path = "{journal}"
+"""
+    )
+    probe = Probe(setup, log=log)
+    probe.initialize()
+    probe.request("logging/setLevel", {"level": "debug"})
+    result = probe.call("leak", {"how": how})
+    # The tool may hand its secret to its client (the model): that is the
+    # tool's own business, and the only place it goes.
+    assert SECRET_VALUE in texts(result) or how == "panic", result
+    probe.close()
+    log_text = setup.stderr()
+    journal_text = journal.read_text()
+    assert "guest output" in log_text and "network request refused" in log_text, log_text[-3000:]
+    for where, text in [("the log", log_text), ("the journal", journal_text)]:
+        assert SECRET_VALUE.lower() not in text.lower(), f"the secret reached {where}"
+    assert "[secret]" in log_text
+
+
+def test_thousands_of_refused_requests_leave_a_bounded_record(setup, tmp_path):
+    from test_hardening import Probe, texts
+
+    setup.add("hostile")
+    journal = tmp_path / "journal.jsonl"
+    setup.write_config(f'[journal]\npath = "{journal}"\n')
+    probe = Probe(setup)
+    probe.initialize()
+    assert texts(probe.call("many_requests", {"count": 5000})) == "5000 of 5000 refused"
+    probe.close()
+    (line,) = journal.read_text().splitlines()
+    entry = json.loads(line)
+    network = entry["network"]
+    assert network["refused"] == 5000 and network["requests"] == 0
+    assert len(network["hosts"]) == 16 and network["other_hosts"] == 5000 - 16
+    assert len(line) < 8192, len(line)
+    # One log line per host of the record, one for the rest: not 5000.
+    refusals = [l for l in setup.stderr().splitlines() if "network request refused" in l]
+    assert len(refusals) <= 17, len(refusals)

@@ -34,7 +34,8 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::config::{EnvVar, Limits, MAX_MEMORY_MIB, Mode};
 use crate::json;
-use crate::net::{HostPattern, NetGate, NetLimits, NetRecord};
+use crate::net::{NetGate, NetGrant, NetLimits, NetRecord};
+use crate::redact::Scrub;
 use crate::roots::EffectiveRoot;
 
 /// Host bindings generated from `guest-sdk/wit/tool.wit`.
@@ -631,6 +632,7 @@ impl Sandbox {
                     response_bytes: limits.http_response_bytes,
                     timeout: Duration::from_millis(limits.http_timeout_ms),
                 },
+                Arc::clone(access.secrets),
             ),
         };
         let mut store = Store::new(&self.engine, state);
@@ -718,20 +720,26 @@ pub struct CallSpec<'a> {
 pub struct Access<'a> {
     /// The tool's name, for refusal messages.
     pub tool: &'a str,
-    /// Hosts it may reach over HTTP(S).
-    pub network: &'a Arc<[HostPattern]>,
+    /// Hosts it may reach over HTTP(S), and pinned addresses.
+    pub network: &'a Arc<NetGrant>,
     /// Its environment.
     pub env: &'a [EnvVar],
+    /// The values of its secrets, scrubbed from what the host logs.
+    pub secrets: &'a Arc<[String]>,
 }
 
 impl Access<'static> {
     /// No network and no environment.
     pub fn none() -> Self {
-        static NONE: std::sync::OnceLock<Arc<[HostPattern]>> = std::sync::OnceLock::new();
+        static NONE: std::sync::OnceLock<(Arc<NetGrant>, Arc<[String]>)> =
+            std::sync::OnceLock::new();
+        let (network, secrets) =
+            NONE.get_or_init(|| (Arc::new(NetGrant::default()), Arc::from(Vec::new())));
         Access {
             tool: "(loading or serving a resource or prompt)",
-            network: NONE.get_or_init(|| Arc::from(Vec::new())),
+            network,
             env: &[],
+            secrets,
         }
     }
 }
@@ -814,7 +822,11 @@ impl Run {
             return CallFailure::InputRequired(pending.clone());
         }
         let full = format!("{error:?}");
-        tracing::debug!(error = %full, "guest trapped");
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // The error can carry what the guest handed the host.
+            let scrub = Scrub::new(store.data().net.secrets());
+            tracing::debug!(error = %scrub.text(&full, 64 * 1024), "guest trapped");
+        }
         match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => {
                 return CallFailure::Fuel { limit: limits.fuel };
@@ -1125,7 +1137,10 @@ impl bindings::toolcage::tool::host::Host for HostState {
             truncate(message, MAX_LOG_MESSAGE_BYTES)
         };
         let level = LogLevel::from(level);
-        tracing::debug!(?level, %message, "guest log");
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let scrub = Scrub::new(self.net.secrets());
+            tracing::debug!(?level, message = %scrub.text(&message, MAX_LOG_MESSAGE_BYTES), "guest log");
+        }
         if let Some(events) = &self.events {
             events(GuestEvent::Log { level, message });
         }
