@@ -171,6 +171,21 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 
 
+def call_request(request_id, name: str, arguments: dict) -> dict:
+    """A `tools/call` request as a JSON-RPC object."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def raw_text(result: dict) -> str:
+    """The text items of a raw `tools/call` result, joined."""
+    return "\n".join(c.get("text", "") for c in result["content"])
+
+
 class RawServer:
     """The binary on raw pipes, for what an SDK would not send: malformed
     lines, wrong shapes. Every stdout line is checked to be JSON-RPC."""
@@ -185,6 +200,7 @@ class RawServer:
             env={**os.environ, "TOOLCAGE_LOG": log},
         )
         self.lines: list[str] = []
+        self.next_id = 0
 
     def send(self, line) -> None:
         if not isinstance(line, str):
@@ -209,6 +225,30 @@ class RawServer:
             message = self.read()
             if message.get("id") == request_id and ("result" in message or "error" in message):
                 return message
+
+    def call(self, name: str, arguments: dict | None = None, meta: dict | None = None) -> dict:
+        """tools/call `name`; the result object (an error reply fails)."""
+        self.next_id += 1
+        request = call_request(self.next_id, name, arguments or {})
+        if meta:
+            request["params"]["_meta"] = meta
+        self.send(request)
+        reply = self.read_response(self.next_id)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def request(self, method: str, params: dict) -> dict:
+        """Any request; the whole reply, result or error."""
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.read_response(self.next_id)
+
+    def peak_mib(self) -> int:
+        """VmHWM: the most resident memory the process has had."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+        raise AssertionError("no VmHWM")
 
     def initialize(self, version: str = LEGACY, capabilities: dict | None = None) -> dict:
         self.send(

@@ -486,8 +486,6 @@ class NetnsRawServer(RawServer):
     constructor (which would start the server outside), and reads stdout
     with a deadline, so a server that stops answering fails the test
     instead of hanging it.
-
-    `call(name, arguments)` is a shortcut for one tools/call.
     """
 
     def __init__(self, ns: Netns, s: Setup, env: dict | None = None, timeout: float = 60.0):
@@ -501,7 +499,7 @@ class NetnsRawServer(RawServer):
         self.lines: list[str] = []
         self.timeout = timeout
         self._out = LineReader(self.proc.stdout)
-        self._next_id = 0
+        self.next_id = 0
 
     def read(self) -> dict:
         line = self._out.readline(self.timeout)
@@ -510,21 +508,6 @@ class NetnsRawServer(RawServer):
         message = json.loads(line)
         assert message.get("jsonrpc") == "2.0", line
         return message
-
-    def call(self, name: str, arguments: dict | None = None) -> dict:
-        """tools/call `name`; the result object (an error reply fails)."""
-        self._next_id += 1
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": self._next_id,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments or {}},
-            }
-        )
-        reply = self.read_response(self._next_id)
-        assert "result" in reply, reply
-        return reply["result"]
 
     def close(self) -> str:
         self.proc.stdin.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GUEST_FILES, RawServer, read_journal
+from conftest import GUEST_FILES, RawServer, call_request, raw_text, read_journal
 from test_http import call_body, modern_headers, post
 
 
@@ -34,15 +34,6 @@ def busy_cores(n: int = 2) -> list[subprocess.Popen]:
     return [subprocess.Popen(["python3", "-c", "while True: pass"]) for _ in range(n)]
 
 
-def call(request_id, name: str, arguments: dict) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-
-
 @pytest.mark.parametrize("ending", ["stdin-eof", "sigterm", "sigint"])
 def test_every_answered_call_is_in_the_journal_after_exit_under_load(setup, tmp_path, ending):
     setup.add("time")
@@ -54,7 +45,7 @@ def test_every_answered_call_is_in_the_journal_after_exit_under_load(setup, tmp_
         raw.initialize()
         calls = 300
         for i in range(calls):
-            raw.send(call(i, "get_current_time", {"timezone": "UTC"}))
+            raw.send(call_request(i, "get_current_time", {"timezone": "UTC"}))
         # Replies come in the order the calls finish, not the order sent.
         answered = set()
         while len(answered) < calls:
@@ -86,7 +77,7 @@ def test_calls_running_at_sigterm_are_journaled_as_cancelled(setup, tmp_path):
     raw = RawServer(setup)
     raw.initialize()
     for i in range(3):
-        request = call(i, "slow", {"ms": 60_000})
+        request = call_request(i, "slow", {"ms": 60_000})
         request["params"]["_meta"] = {"progressToken": f"p{i}"}
         raw.send(request)
     # Each guest reports progress as it starts: all three are running.
@@ -109,41 +100,11 @@ def test_calls_running_at_sigterm_are_journaled_as_cancelled(setup, tmp_path):
 
 
 class Probe(RawServer):
-    """The server on raw pipes, with calls by name and its peak memory."""
-
-    def __init__(self, s, **kwargs):
-        super().__init__(s, **kwargs)
-        self.next_id = 0
-
-    def call(self, name: str, arguments: dict | None = None, meta: dict | None = None) -> dict:
-        self.next_id += 1
-        request = call(self.next_id, name, arguments or {})
-        if meta:
-            request["params"]["_meta"] = meta
-        self.send(request)
-        reply = self.read_response(self.next_id)
-        assert "result" in reply, reply
-        return reply["result"]
-
-    def request(self, method: str, params: dict) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return self.read_response(self.next_id)
-
-    def peak_mib(self) -> int:
-        """VmHWM: the most resident memory the process has had."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-        raise AssertionError("no VmHWM")
+    """The server on raw pipes, and whether it still serves."""
 
     def still_serving(self) -> None:
         result = self.call("get_current_time", {"timezone": "UTC"})
         assert not result["isError"], result
-
-
-def texts(result: dict) -> str:
-    return "\n".join(c.get("text", "") for c in result["content"])
 
 
 # Peak memory a server may reach while it refuses everything below: the
@@ -210,8 +171,8 @@ allow_sampling = true
 def test_hostile_results_and_host_calls_are_bounded_and_named(hostile, tool, arguments, expected):
     result = hostile.call(tool, arguments)
     assert result["isError"], result
-    assert expected in texts(result), texts(result)
-    assert "wasm backtrace" not in texts(result)
+    assert expected in raw_text(result), raw_text(result)
+    assert "wasm backtrace" not in raw_text(result)
     hostile.still_serving()
     assert hostile.peak_mib() < PEAK_MIB, hostile.peak_mib()
 
@@ -221,7 +182,7 @@ def test_a_client_that_cannot_be_asked_is_checked_before_the_request_is_read(set
     probe = Probe(setup)
     probe.initialize()  # no elicitation capability
     result = probe.call("elicit_huge", {"bytes": 1000000})
-    assert "the client does not support elicitation" in texts(result), result
+    assert "the client does not support elicitation" in raw_text(result), result
     probe.close()
 
 
@@ -229,9 +190,9 @@ def test_floods_of_logs_and_progress_are_bounded(hostile):
     # The client asks for both and reads slowly: only after the result.
     hostile.request("logging/setLevel", {"level": "debug"})
     result = hostile.call("log_flood", {"count": 100000, "bytes": 16384})
-    assert texts(result) == "done"
+    assert raw_text(result) == "done"
     result = hostile.call("progress_flood", {"count": 1000000, "bytes": 1024}, meta={"progressToken": "t"})
-    assert texts(result) == "done"
+    assert raw_text(result) == "done"
     hostile.still_serving()
     # Every notification was read (read_response skips them): at most the
     # per-call caps arrived, a 64-event queue at a time.
@@ -249,7 +210,7 @@ def test_special_files_are_refused_without_blocking(hostile, name):
     # A FIFO with no writer would block open(2) forever on a runtime thread.
     path = hostile.data / name
     result = hostile.call("open_path", {"path": str(path)})
-    assert result["isError"] and "open failed" in texts(result), result
+    assert result["isError"] and "open failed" in raw_text(result), result
     assert not hostile.call("open_path", {"path": str(hostile.data / "file")})["isError"]
     hostile.still_serving()
 
@@ -265,7 +226,7 @@ def test_the_bundled_file_tool_refuses_a_fifo(setup, tmp_path):
     probe.initialize()
     for tool in ["read_text_file", "read_media_file"]:
         result = probe.call(tool, {"path": str(data / "pipe")})
-        assert result["isError"] and "it is not a regular file" in texts(result), (tool, result)
+        assert result["isError"] and "it is not a regular file" in raw_text(result), (tool, result)
     # Its metadata is still readable: a stat never blocks.
     assert not probe.call("get_file_info", {"path": str(data / "pipe")})["isError"]
     probe.still_serving()
@@ -316,16 +277,16 @@ def test_expensive_schemas_run_out_of_steps_and_the_server_goes_on(setup):
     probe.initialize()
     # 2^30 ways to check a string: the budget stops it, the tool never runs.
     result = probe.call("exp", {"x": "str"})
-    assert result["isError"] and "took more than 100022 steps" in texts(result), result
-    assert "the tool was not run" in texts(result)
-    assert texts(probe.call("exp", {"x": 1})) == "ran"
+    assert result["isError"] and "took more than 100022 steps" in raw_text(result), result
+    assert "the tool was not run" in raw_text(result)
+    assert raw_text(probe.call("exp", {"x": 1})) == "ran"
     # The same over a result.
     result = probe.call("exp_out")
-    assert result["isError"] and "could not be checked against its output schema" in texts(result)
+    assert result["isError"] and "could not be checked against its output schema" in raw_text(result)
     # A pattern built for backtracking runs in linear time.
     strings = ["a" * 50_000 + "!"] * 40
     result = probe.call("pat", {"x": strings})
-    assert result["isError"] and "does not match" in texts(result)
+    assert result["isError"] and "does not match" in raw_text(result)
     probe.still_serving()
     probe.close()
 
@@ -508,7 +469,7 @@ def test_binding_the_grant_to_its_file_settles_it(setup, tmp_path):
     probe = Probe(setup)
     probe.initialize()
     result = probe.call("read_text_file", {"path": str(secret / "notes.txt")})
-    assert texts(result) == "real notes", result
+    assert raw_text(result) == "real notes", result
     probe.close()
     listed = setup.run()
     assert "REFUSED: `tools.read_text_file.file` binds it to `fs_tool.wasm`" in listed.stdout, listed.stdout
@@ -527,7 +488,7 @@ def test_an_impostor_dropped_in_while_serving_gets_nothing(setup, tmp_path):
     probe = Probe(setup)
     probe.initialize()
     path = {"path": str(secret / "notes.txt")}
-    assert texts(probe.call("read_text_file", path)) == "real notes"
+    assert raw_text(probe.call("read_text_file", path)) == "real notes"
     shutil.copyfile(GUESTS / GUEST_FILES["impostor"], setup.tools_dir / "aaa_impostor.wasm")
     # The reload warns clients that the impostor's tool is not served.
     while True:
@@ -535,7 +496,7 @@ def test_an_impostor_dropped_in_while_serving_gets_nothing(setup, tmp_path):
         if message.get("method") == "notifications/message" and "aaa_impostor.wasm" in str(message):
             assert "is not served" in str(message["params"]["data"]), message
             break
-    assert texts(probe.call("read_text_file", path)) == "real notes"
+    assert raw_text(probe.call("read_text_file", path)) == "real notes"
     probe.close()
 
 

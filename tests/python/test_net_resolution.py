@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import raw_text
 from netns import NetnsRawServer, netns  # noqa: F401 (fixture)
-
-
-def texts(result: dict) -> str:
-    return "\n".join(c.get("text", "") for c in result["content"])
 
 
 @pytest.fixture
@@ -53,7 +50,7 @@ def test_a_trailing_dot_reaches_what_the_name_without_it_reaches(world):
     server = serve(world, '[tools.fetch]\nnetwork = ["api.test:8080"]\n')
     for url in ["http://api.test:8080/plain", "http://api.test.:8080/dotted", "http://API.Test.:8080/case"]:
         result = fetch(server, url)
-        assert not result["isError"], (url, texts(result))
+        assert not result["isError"], (url, raw_text(result))
     server.close()
     # All three went where /etc/hosts says, with the Host the grant checked.
     seen = world.ns.requests(world.hosts_server)
@@ -65,10 +62,10 @@ def test_a_trailing_dot_reaches_what_the_name_without_it_reaches(world):
 def test_an_ip_with_a_trailing_dot_is_refused_and_asks_no_dns(world):
     server = serve(world, '[tools.fetch]\nnetwork = ["127.0.0.2:8080"]\n')
     result = fetch(server, "http://127.0.0.2.:8080/")
-    assert result["isError"] and "trailing dot" in texts(result), texts(result)
+    assert result["isError"] and "trailing dot" in raw_text(result), raw_text(result)
     # An IP-literal grant never causes a DNS query.
     ok = fetch(server, "http://127.0.0.2:8080/literal")
-    assert not ok["isError"], texts(ok)
+    assert not ok["isError"], raw_text(ok)
     server.close()
     assert lookups(world.ns) == []
     assert [r["target"] for r in world.ns.requests()] == ["/literal"]
@@ -81,7 +78,7 @@ def test_names_pinned_in_the_config_are_not_resolved(world):
         '[tools.fetch.resolve]\n"api.test" = ["127.0.0.3"]\n',
     )
     result = fetch(server, "http://api.test:8080/pinned")
-    assert not result["isError"], texts(result)
+    assert not result["isError"], raw_text(result)
     server.close()
     assert lookups(world.ns) == []
     assert [r["host"] for r in world.ns.requests(world.dns_server)] == ["api.test:8080"]
@@ -109,7 +106,7 @@ def test_authorities_the_grant_does_not_name_reach_nothing(world, authority, why
     # in the guest smooths it first.
     server = serve(world, '[tools.raw_get]\nnetwork = ["api.test:8080"]\n')
     result = server.call("raw_get", {"authority": authority})
-    assert result["isError"] and why in texts(result), (authority, texts(result))
+    assert result["isError"] and why in raw_text(result), (authority, raw_text(result))
     server.close()
     assert world.ns.requests() == [], authority
     # Nothing was resolved for a refused request.

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ERAS, LEGACY, read_journal, session, text_of, until
+from conftest import ERAS, LEGACY, RawServer, raw_text, read_journal, session, text_of, until
 from openmeteo_server import OpenMeteoServer, expected_day, openmeteo  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.anyio
@@ -218,7 +218,6 @@ SECRET_VALUE = "Sup3rSecret-Value-42"
 @pytest.mark.parametrize("how", ["result", "error", "panic"])
 @pytest.mark.parametrize("log", ["debug", "trace", "info,toolcage=trace"])
 def test_a_secret_never_reaches_the_log_or_the_journal(setup, tmp_path, how, log):
-    from test_hardening import Probe, texts
 
     setup.add("hostile")
     key = tmp_path / "api.key"
@@ -234,13 +233,13 @@ API_KEY = {{ file = "{key}" }}
 path = "{journal}"
 """
     )
-    probe = Probe(setup, log=log)
+    probe = RawServer(setup, log=log)
     probe.initialize()
     probe.request("logging/setLevel", {"level": "debug"})
     result = probe.call("leak", {"how": how})
     # The tool may hand its secret to its client (the model): that is the
     # tool's own business, and the only place it goes.
-    assert SECRET_VALUE in texts(result) or how == "panic", result
+    assert SECRET_VALUE in raw_text(result) or how == "panic", result
     probe.close()
     log_text = setup.stderr()
     journal_text = journal.read_text()
@@ -251,14 +250,13 @@ path = "{journal}"
 
 
 def test_thousands_of_refused_requests_leave_a_bounded_record(setup, tmp_path):
-    from test_hardening import Probe, texts
 
     setup.add("hostile")
     journal = tmp_path / "journal.jsonl"
     setup.write_config(f'[journal]\npath = "{journal}"\n')
-    probe = Probe(setup)
+    probe = RawServer(setup)
     probe.initialize()
-    assert texts(probe.call("many_requests", {"count": 5000})) == "5000 of 5000 refused"
+    assert raw_text(probe.call("many_requests", {"count": 5000})) == "5000 of 5000 refused"
     probe.close()
     (line,) = journal.read_text().splitlines()
     entry = json.loads(line)
