@@ -34,11 +34,11 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-use crate::config::{Config, Limits};
-use crate::sandbox::{
-    Annotations, CallFailure, Extras, HostState, RawDescriptor, RawExtras, RawPrompt, RawResource,
-    RawTemplate, Sandbox, ToolComponentPre,
+use crate::call::{
+    Annotations, CallFailure, RawDescriptor, RawExtras, RawPrompt, RawResource, RawTemplate,
 };
+use crate::config::{Config, Limits};
+use crate::sandbox::{LoadError, Prepared, Sandbox};
 use crate::schema::{self, Schema};
 use crate::template::UriTemplate;
 
@@ -48,10 +48,8 @@ pub struct LoadedComponent {
     pub path: PathBuf,
     /// SHA-256 of its bytes, lowercase hex.
     pub digest: String,
-    /// Pre-linked, ready to instantiate.
-    pub pre: ToolComponentPre<HostState>,
-    /// The optional interfaces it exports (resources, prompts).
-    pub extras: Extras,
+    /// Compiled, linked and checked, ready to instantiate per call.
+    pub prepared: Prepared,
     /// The interfaces it imports, without versions, sorted
     /// (`wasi:http/outgoing-handler`, `wasi:filesystem/types`, ...): what
     /// it could use if granted. A new version that imports more is
@@ -144,7 +142,7 @@ pub struct FileReport {
     pub from_cache: bool,
     /// When a newer version of the file failed to load and the last good
     /// version keeps serving: why the newer one failed.
-    pub rejected_update: Option<String>,
+    pub rejected_update: Option<FileError>,
     /// Imports a new version of the file added over the version served
     /// before it (empty if none, or on first load).
     pub capability_change: Vec<String>,
@@ -157,7 +155,7 @@ pub enum FileStatus {
     /// shadowed by an earlier file.
     Loaded(Vec<ToolEntry>),
     /// Skipped, and why.
-    Failed(String),
+    Failed(FileError),
 }
 
 /// A tool a loaded file declares.
@@ -341,6 +339,71 @@ pub async fn load_dir(
     assemble(outcomes, config, previous)
 }
 
+/// Why a file serves nothing (or why its new version was refused).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("cannot read: {0}")]
+    Read(String),
+    /// Not a component, or it does not compile, link or meet the contract.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// `describe` failed.
+    #[error("{}", run_failure("`describe`", .failure, *.limit))]
+    Describe {
+        /// How.
+        failure: CallFailure,
+        /// The describe cap (`server.max_describe_kib`), in bytes.
+        limit: u64,
+    },
+    /// Listing resources, templates or prompts failed.
+    #[error("{}", run_failure("listing resources and prompts", .failure, *.limit))]
+    Listing {
+        /// How.
+        failure: CallFailure,
+        /// The describe cap, in bytes.
+        limit: u64,
+    },
+    /// What it described is not valid (the message says what and where).
+    #[error("{0}")]
+    Invalid(String),
+    /// A tool it provides is pinned to another digest.
+    #[error(
+        "pinned: `tools.{tool}.pin` is sha256:{pin}, but this file is sha256:{digest}; \
+         to accept it, set the pin to the new digest (`toolcage pin` prints it)"
+    )]
+    Pinned {
+        /// The pinned tool.
+        tool: String,
+        /// The digest its pin names.
+        pin: String,
+        /// The file's digest.
+        digest: String,
+    },
+    /// A new version refused for `reason` that also imports more than the
+    /// version it would replace.
+    #[error("{reason}; it also asks for more: {}", .added.join(", "))]
+    AsksForMore {
+        /// Why it was refused.
+        reason: Box<FileError>,
+        /// What it imports beyond the last good version.
+        added: Vec<String>,
+    },
+    /// A task of the loader failed (a panic in a blocking task).
+    #[error("{0}")]
+    Task(String),
+}
+
+/// How a load-time run (`describe`, listing) failed, in words.
+fn run_failure(what: &str, failure: &CallFailure, limit: u64) -> String {
+    match failure {
+        CallFailure::ResultTooLarge { .. } | CallFailure::Transfer { .. } => format!(
+            "{what} returned more than {limit} bytes, the limit (`server.max_describe_kib`)"
+        ),
+        other => format!("{what} {other}"),
+    }
+}
+
 /// A file loaded on its own, before names are resolved across files.
 pub struct FileLoad {
     /// SHA-256 of its bytes, when it could be read.
@@ -348,10 +411,10 @@ pub struct FileLoad {
     /// Whether compiled code came from the cache (or was reused as is).
     pub from_cache: bool,
     /// The component and its validated tools, or why not.
-    pub result: Result<LoadedFile, String>,
+    pub result: Result<LoadedFile, FileError>,
     /// Set when this is the last good version, kept because the file's
     /// current contents failed for this reason.
-    pub rejected_update: Option<String>,
+    pub rejected_update: Option<FileError>,
     /// Imports the file's current contents add over the last good version.
     pub capability_change: Vec<String>,
 }
@@ -400,7 +463,7 @@ pub async fn load_file(
             return Some(fallback(
                 last_good,
                 None,
-                format!("cannot read: {error}"),
+                FileError::Read(error.to_string()),
                 pins,
             ));
         }
@@ -435,15 +498,10 @@ pub async fn load_file(
         let imports = {
             let sandbox = Arc::clone(sandbox);
             let digest = digest.clone();
-            tokio::task::spawn_blocking(move || {
-                sandbox
-                    .compile(&bytes, &digest)
-                    .map(|compiled| sandbox.imports(&compiled.component))
-            })
-            .await
+            tokio::task::spawn_blocking(move || sandbox.imports_of(&bytes, &digest)).await
         };
         let added = match &imports {
-            Ok(Ok(imports)) => added_imports(imports, &good.component.imports),
+            Ok(Some(imports)) => added_imports(imports, &good.component.imports),
             _ => Vec::new(),
         };
         return Some(refused_update(last_good, digest, reason, added, pins));
@@ -486,14 +544,17 @@ fn added_imports(new: &[String], old: &[String]) -> Vec<String> {
 fn refused_update(
     last_good: Option<LoadedFile>,
     digest: String,
-    reason: String,
+    reason: FileError,
     added: Vec<String>,
     pins: &BTreeMap<String, String>,
 ) -> FileLoad {
     let reason = if added.is_empty() {
         reason
     } else {
-        format!("{reason}; it also asks for more: {}", added.join(", "))
+        FileError::AsksForMore {
+            reason: Box::new(reason),
+            added: added.clone(),
+        }
     };
     let mut load = fallback(last_good, Some(digest), reason, pins);
     load.capability_change = added;
@@ -501,7 +562,7 @@ fn refused_update(
 }
 
 /// Why `file` may not serve under `pins`, if it may not.
-fn pin_mismatch(file: &LoadedFile, pins: &BTreeMap<String, String>) -> Option<String> {
+fn pin_mismatch(file: &LoadedFile, pins: &BTreeMap<String, String>) -> Option<FileError> {
     pin_mismatch_for(&file.tools, &file.component.digest, pins)
 }
 
@@ -511,15 +572,14 @@ fn pin_mismatch_for(
     tools: &[Arc<ToolSpec>],
     digest: &str,
     pins: &BTreeMap<String, String>,
-) -> Option<String> {
+) -> Option<FileError> {
     tools.iter().find_map(|spec| {
         let name = &spec.descriptor.name;
         let pin = pins.get(name)?;
-        (pin != digest).then(|| {
-            format!(
-                "pinned: `tools.{name}.pin` is sha256:{pin}, but this file is sha256:{digest}; \
-                 to accept it, set the pin to the new digest (`toolcage pin` prints it)"
-            )
+        (pin != digest).then(|| FileError::Pinned {
+            tool: name.clone(),
+            pin: pin.clone(),
+            digest: digest.to_owned(),
         })
     })
 }
@@ -530,7 +590,7 @@ fn pin_mismatch_for(
 fn fallback(
     last_good: Option<LoadedFile>,
     digest: Option<String>,
-    reason: String,
+    reason: FileError,
     pins: &BTreeMap<String, String>,
 ) -> FileLoad {
     match last_good.filter(|good| pin_mismatch(good, pins).is_none()) {
@@ -557,37 +617,26 @@ async fn compile_and_describe(
     bytes: Vec<u8>,
     digest: &str,
     limits: &Limits,
-) -> Result<(LoadedFile, bool), String> {
-    let compiled = {
+) -> Result<(LoadedFile, bool), FileError> {
+    let loaded = {
         let sandbox = Arc::clone(sandbox);
         let digest = digest.to_owned();
-        tokio::task::spawn_blocking(move || sandbox.compile(&bytes, &digest)).await
+        tokio::task::spawn_blocking(move || sandbox.load(&bytes, &digest)).await
     };
-    let compiled = match compiled {
-        Ok(Ok(compiled)) => compiled,
-        Ok(Err(error)) => return Err(error.to_string()),
-        Err(error) => return Err(format!("compilation task failed: {error}")),
+    let loaded = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(error)) => return Err(FileError::Load(error)),
+        Err(error) => return Err(FileError::Task(format!("compilation task failed: {error}"))),
     };
-    let pre = sandbox
-        .prepare(&compiled.component)
-        .map_err(|error| error.to_string())?;
-    let extras = sandbox.extras(&pre).map_err(|error| error.to_string())?;
-    let imports = sandbox.imports(&compiled.component);
-    let failed = |what: &str, error: CallFailure| match error {
-        CallFailure::ResultTooLarge { .. } | CallFailure::Transfer { .. } => format!(
-            "{what} returned more than {} bytes, the limit (`server.max_describe_kib`)",
-            limits.max_result_bytes
-        ),
-        other => format!("{what} {other}"),
-    };
+    let limit = limits.max_result_bytes;
     let raw = sandbox
-        .describe(&pre, limits)
+        .describe(&loaded.prepared, limits)
         .await
-        .map_err(|error| failed("`describe`", error))?;
+        .map_err(|failure| FileError::Describe { failure, limit })?;
     let listed = sandbox
-        .list_extras(&pre, &extras, limits)
+        .list_extras(&loaded.prepared, limits)
         .await
-        .map_err(|error| failed("listing resources and prompts", error))?;
+        .map_err(|failure| FileError::Listing { failure, limit })?;
     // Checking what a guest described (schemas compiled, templates parsed)
     // is CPU work on its data: off the runtime's threads.
     let checked = tokio::task::spawn_blocking(move || {
@@ -604,15 +653,18 @@ async fn compile_and_describe(
     })
     .await;
     let (tools, listed, compiled_templates) = match checked {
-        Ok(checked) => checked?,
-        Err(error) => return Err(format!("checking the descriptors failed: {error}")),
+        Ok(checked) => checked.map_err(FileError::Invalid)?,
+        Err(error) => {
+            return Err(FileError::Task(format!(
+                "checking the descriptors failed: {error}"
+            )));
+        }
     };
     let component = Arc::new(LoadedComponent {
         path: path.to_owned(),
         digest: digest.to_owned(),
-        pre,
-        extras,
-        imports,
+        prepared: loaded.prepared,
+        imports: loaded.imports,
     });
     let RawExtras {
         resources,
@@ -631,7 +683,7 @@ async fn compile_and_describe(
                 .collect(),
             prompts: prompts.into_iter().map(Arc::new).collect(),
         },
-        compiled.from_cache,
+        loaded.from_cache,
     ))
 }
 

@@ -15,7 +15,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::net::{HostPattern, NetGrant};
+use crate::grants::Grants;
+use crate::grants::env::{EnvGrant, EnvVar};
+pub use crate::grants::files::{Mode, Root, expand_tilde, normalize};
+use crate::grants::network::{HostPattern, NetGrant, NetLimits};
+use crate::grants::services::ServicesGrant;
 
 /// Default fuel per call. Fuel counts roughly one unit per WebAssembly
 /// instruction; ten billion is several seconds of pure compute, far beyond
@@ -38,14 +42,6 @@ pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
 
 /// The largest memory cap a tool can be given: the 32-bit address space.
 pub const MAX_MEMORY_MIB: u64 = 4096;
-/// Default cap on an outgoing HTTP request body: 4 MiB.
-pub const DEFAULT_HTTP_REQUEST_KIB: u64 = 4 * 1024;
-/// Default cap on an HTTP response body a tool reads: 16 MiB, the size of
-/// the largest result it may return.
-pub const DEFAULT_HTTP_RESPONSE_KIB: u64 = 16 * 1024;
-/// Default per-request HTTP timeout (connect, first byte, between bytes):
-/// 10 s.
-pub const DEFAULT_HTTP_TIMEOUT_MS: u64 = 10_000;
 /// Argument keys the journal redacts unless the config says otherwise
 /// (compared case-insensitively, at any depth).
 pub const DEFAULT_REDACT: &[&str] = &[
@@ -75,7 +71,7 @@ pub struct Config {
     /// Streamable HTTP settings (used with `serve --http`).
     pub http: HttpConfig,
     /// Limits of the stdio transport (used with `serve`).
-    pub stdio: crate::stdio::StdioLimits,
+    pub stdio: crate::transport::stdio::StdioLimits,
     /// Policy for tools without an override.
     pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
@@ -175,20 +171,8 @@ impl Default for HttpConfig {
 pub struct Policy {
     /// Per-call limits.
     pub limits: Limits,
-    /// Host directories the tool may reach (before narrowing by the client's
-    /// roots). Empty: no files at all.
-    pub roots: Vec<Grant>,
-    /// Whether the tool may ask the client's model for completions (it
-    /// spends the user's tokens). Off unless the operator turns it on.
-    pub allow_sampling: bool,
-    /// Hosts the tool may reach over HTTP(S) (empty: no network at all),
-    /// and the addresses pinned for names (`resolve`).
-    pub network: Arc<NetGrant>,
-    /// Environment variables the tool sees. Empty: none.
-    pub env: Arc<[EnvVar]>,
-    /// The values of the secret variables among `env` (computed once, for
-    /// scrubbing what is logged and journaled; `Debug` never shows them).
-    pub secret_values: SecretValues,
+    /// What it may reach: directories, hosts, variables, client services.
+    pub grants: Grants,
     /// Ask the user before each call: `Some` when the config says so,
     /// `None` to follow the tool's annotations (on for destructive tools).
     pub confirm: Option<bool>,
@@ -204,124 +188,8 @@ pub struct Policy {
 impl Policy {
     /// The values of the secrets among this policy's variables.
     pub fn secrets(&self) -> impl Iterator<Item = &str> {
-        self.secret_values.0.iter().map(String::as_str)
+        self.grants.secrets()
     }
-}
-
-/// Secret values, which `Debug` shows only as a count.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct SecretValues(pub Arc<[String]>);
-
-impl std::fmt::Debug for SecretValues {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[{} secrets]", self.0.len())
-    }
-}
-
-/// One environment variable given to a tool.
-#[derive(Clone, PartialEq, Eq)]
-pub struct EnvVar {
-    /// Its name.
-    pub name: String,
-    /// Its value.
-    pub value: String,
-    /// Read from a file: never logged, redacted from the journal.
-    pub secret: bool,
-}
-
-impl std::fmt::Debug for EnvVar {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let value = if self.secret { "[secret]" } else { &self.value };
-        write!(f, "{}={value:?}", self.name)
-    }
-}
-
-/// A directory granted to a tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grant {
-    /// Absolute, lexically normalised host path; also the path the tool
-    /// sees, so paths a model sees in the client work unchanged.
-    pub path: PathBuf,
-    /// Read-only or read-write.
-    pub mode: Mode,
-}
-
-/// Access mode of a granted directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Read files and list directories only.
-    ReadOnly,
-    /// Also create, write, rename and delete.
-    ReadWrite,
-}
-
-impl Mode {
-    /// `ro` or `rw`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::ReadOnly => "ro",
-            Mode::ReadWrite => "rw",
-        }
-    }
-}
-
-impl Grant {
-    /// Parse a command-line grant, `PATH`, `PATH:ro` or `PATH:rw` (read-only
-    /// when no mode is given), resolving relative paths against `cwd`.
-    ///
-    /// # Errors
-    ///
-    /// The path does not exist or is not a directory.
-    pub fn parse_flag(text: &str, cwd: &Path) -> Result<Grant, String> {
-        let (path, mode) = match text.rsplit_once(':') {
-            Some((path, "ro")) => (path, Mode::ReadOnly),
-            Some((path, "rw")) => (path, Mode::ReadWrite),
-            _ => (text, Mode::ReadOnly),
-        };
-        Grant::new(Path::new(path), mode, cwd)
-    }
-
-    /// A grant of `path` (`~` expanded, relative to `base`), checked to be an
-    /// existing directory.
-    ///
-    /// # Errors
-    ///
-    /// The path does not exist or is not a directory.
-    pub fn new(path: &Path, mode: Mode, base: &Path) -> Result<Grant, String> {
-        let expanded = expand_tilde(path);
-        let absolute = if expanded.is_absolute() {
-            expanded
-        } else {
-            base.join(expanded)
-        };
-        let path = normalize(&absolute);
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => Ok(Grant { path, mode }),
-            Ok(_) => Err(format!("root `{}` is not a directory", path.display())),
-            Err(error) => Err(format!("root `{}` cannot be used: {error}", path.display())),
-        }
-    }
-}
-
-/// `path` with `.` removed and `..` applied lexically (never above `/`).
-/// Symlinks are not resolved: the sandbox, not this function, decides what a
-/// path can reach.
-pub fn normalize(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push("/");
-    }
-    out
 }
 
 /// Server-wide settings.
@@ -359,13 +227,6 @@ pub struct Limits {
     pub max_result_bytes: u64,
     /// Calls of this tool that may run at once.
     pub max_concurrent: u32,
-    /// Largest HTTP request body the tool may send, in bytes.
-    pub http_request_bytes: u64,
-    /// Largest HTTP response body the tool may read, in bytes.
-    pub http_response_bytes: u64,
-    /// Per-request HTTP timeout (connect, first byte, between bytes), in
-    /// milliseconds.
-    pub http_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -376,9 +237,6 @@ impl Default for Limits {
             memory_bytes: DEFAULT_MEMORY_MIB * 1024 * 1024,
             max_result_bytes: DEFAULT_MAX_RESULT_KIB * 1024,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
-            http_request_bytes: DEFAULT_HTTP_REQUEST_KIB * 1024,
-            http_response_bytes: DEFAULT_HTTP_RESPONSE_KIB * 1024,
-            http_timeout_ms: DEFAULT_HTTP_TIMEOUT_MS,
         }
     }
 }
@@ -394,7 +252,7 @@ impl Default for Config {
                 max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
                 max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
             },
-            stdio: crate::stdio::StdioLimits::default(),
+            stdio: crate::transport::stdio::StdioLimits::default(),
             http: HttpConfig::default(),
             defaults: Policy::default(),
             tools: BTreeMap::new(),
@@ -416,10 +274,10 @@ impl Config {
 
     /// Grant `grant` to every tool (`serve --root`), in addition to what the
     /// file grants.
-    pub fn grant_to_all(&mut self, grant: Grant) {
+    pub fn grant_to_all(&mut self, grant: Root) {
         for policy in std::iter::once(&mut self.defaults).chain(self.tools.values_mut()) {
-            if !policy.roots.contains(&grant) {
-                policy.roots.push(grant.clone());
+            if !policy.grants.files.contains(&grant) {
+                policy.grants.files.push(grant.clone());
             }
         }
     }
@@ -449,11 +307,14 @@ impl Config {
             path: path.to_owned(),
             message: error.to_string().trim_end().to_owned(),
         })?;
-        let invalid = |key: String, value: String, reason: &str| ConfigError::Invalid {
+        let invalid_field = |e: FieldError| ConfigError::Invalid {
             path: path.to_owned(),
-            key,
-            value,
-            reason: reason.to_owned(),
+            key: e.key,
+            value: e.value,
+            reason: e.reason,
+        };
+        let invalid = |key: String, value: String, reason: &str| {
+            invalid_field(FieldError::new(key, value, reason.to_owned()))
         };
         let base = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: PathBuf| -> PathBuf {
@@ -490,7 +351,7 @@ impl Config {
         let stdio = raw
             .stdio
             .resolve()
-            .map_err(|(key, value, reason)| invalid(format!("stdio.{key}"), value, &reason))?;
+            .map_err(|e| invalid_field(e.under("stdio")))?;
         if let Some(kib) = raw.server.max_describe_kib
             && !(64..=1024 * 1024).contains(&kib)
         {
@@ -511,7 +372,7 @@ impl Config {
         let http = raw
             .http
             .resolve(base)
-            .map_err(|(key, value, reason)| invalid(format!("http.{key}"), value, &reason))?;
+            .map_err(|e| invalid_field(e.under("http")))?;
         if let Some(file) = &raw.defaults.file {
             return Err(invalid(
                 "defaults.file".into(),
@@ -529,20 +390,20 @@ impl Config {
         let defaults = raw
             .defaults
             .apply(&Policy::default(), base)
-            .map_err(|(key, value, reason)| invalid(format!("defaults.{key}"), value, &reason))?;
+            .map_err(|e| invalid_field(e.under("defaults")))?;
         let journal = match &raw.journal {
             None => None,
-            Some(journal) => Some(journal.resolve(base).map_err(|(key, value, reason)| {
-                invalid(format!("journal.{key}"), value, &reason)
-            })?),
+            Some(journal) => Some(
+                journal
+                    .resolve(base)
+                    .map_err(|e| invalid_field(e.under("journal")))?,
+            ),
         };
         let mut tools = BTreeMap::new();
         for (name, overrides) in raw.tools {
             let policy = overrides
                 .apply(&defaults, base)
-                .map_err(|(key, value, reason)| {
-                    invalid(format!("tools.{}.{key}", toml_key(&name)), value, &reason)
-                })?;
+                .map_err(|e| invalid_field(e.under(&format!("tools.{}", toml_key(&name)))))?;
             tools.insert(name, policy);
         }
         Ok(Config {
@@ -629,7 +490,7 @@ impl RawJournal {
         };
         let max_mib = self.max_mib.unwrap_or(64);
         if !(1..=1024 * 1024).contains(&max_mib) {
-            return Err((
+            return Err(FieldError::new(
                 "max_mib".into(),
                 max_mib.to_string(),
                 "must be between 1 and 1048576".into(),
@@ -637,7 +498,7 @@ impl RawJournal {
         }
         let keep = self.keep.unwrap_or(5);
         if keep > 1000 {
-            return Err((
+            return Err(FieldError::new(
                 "keep".into(),
                 keep.to_string(),
                 "must be at most 1000".into(),
@@ -646,7 +507,7 @@ impl RawJournal {
         let arguments = match &self.arguments {
             None => ArgumentsMode::Full,
             Some(text) => ArgumentsMode::parse(text).ok_or_else(|| {
-                (
+                FieldError::new(
                     "arguments".to_owned(),
                     format!("{text:?}"),
                     "must be \"full\", \"digest\" or \"none\"".to_owned(),
@@ -683,8 +544,8 @@ struct RawStdio {
 }
 
 impl RawStdio {
-    fn resolve(&self) -> Result<crate::stdio::StdioLimits, FieldError> {
-        let mut limits = crate::stdio::StdioLimits::default();
+    fn resolve(&self) -> Result<crate::transport::stdio::StdioLimits, FieldError> {
+        let mut limits = crate::transport::stdio::StdioLimits::default();
         if let Some(n) = range(
             "max_requests_in_flight",
             self.max_requests_in_flight,
@@ -708,7 +569,7 @@ impl RawStdio {
 /// `value` if it lies in `lo..=hi`, else the error for `key`.
 fn range(key: &str, value: Option<u64>, lo: u64, hi: u64) -> Result<Option<u64>, FieldError> {
     match value {
-        Some(v) if !(lo..=hi).contains(&v) => Err((
+        Some(v) if !(lo..=hi).contains(&v) => Err(FieldError::new(
             key.to_owned(),
             v.to_string(),
             format!("must be between {lo} and {hi}"),
@@ -771,7 +632,7 @@ impl RawHttp {
         }
         http.token = match (&self.token_file, &self.token_env) {
             (Some(_), Some(_)) => {
-                return Err((
+                return Err(FieldError::new(
                     "token_file".into(),
                     "(with token_env)".into(),
                     "conflicts with `http.token_env`: set one".into(),
@@ -783,7 +644,7 @@ impl RawHttp {
                     if p.is_absolute() { p } else { base.join(p) }
                 };
                 let text = std::fs::read_to_string(&path).map_err(|e| {
-                    (
+                    FieldError::new(
                         "token_file".into(),
                         format!("{:?}", path.display().to_string()),
                         format!("cannot be read: {e}"),
@@ -793,7 +654,7 @@ impl RawHttp {
             }
             (None, Some(var)) => {
                 let value = std::env::var(var).map_err(|_| {
-                    (
+                    FieldError::new(
                         "token_env".into(),
                         format!("{var:?}"),
                         "names an environment variable that is not set".into(),
@@ -804,7 +665,11 @@ impl RawHttp {
             (None, None) => None,
         };
         if http.token.as_deref() == Some("") {
-            return Err(("token".into(), "\"\"".into(), "is empty".into()));
+            return Err(FieldError::new(
+                "token".into(),
+                "\"\"".into(),
+                "is empty".into(),
+            ));
         }
         Ok(http)
     }
@@ -856,17 +721,37 @@ struct RawRoot {
     mode: Option<String>,
 }
 
-type FieldError = (String, String, String);
+/// An invalid value: its key (dotted, relative to the table it is in until
+/// [`FieldError::under`] names the table), the value as written, and what
+/// it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldError {
+    key: String,
+    value: String,
+    reason: String,
+}
+
+impl FieldError {
+    fn new(key: String, value: String, reason: String) -> Self {
+        FieldError { key, value, reason }
+    }
+
+    /// The same error, its key inside `table`.
+    fn under(self, table: &str) -> Self {
+        FieldError {
+            key: format!("{table}.{}", self.key),
+            ..self
+        }
+    }
+}
 
 impl RawPolicy {
     /// These overrides applied over `base`: limits one by one, `roots` as a
     /// whole (a tool's own list replaces the default list).
     fn apply(&self, base: &Policy, dir: &Path) -> Result<Policy, FieldError> {
-        let limits = self
-            .limits(base.limits)
-            .map_err(|(key, value, reason)| (key.to_owned(), value, reason.to_owned()))?;
-        let roots = match &self.roots {
-            None => base.roots.clone(),
+        let limits = self.limits(base.limits)?;
+        let files = match &self.roots {
+            None => base.grants.files.clone(),
             Some(raw) => {
                 let mut roots = Vec::with_capacity(raw.len());
                 for (i, root) in raw.iter().enumerate() {
@@ -874,15 +759,15 @@ impl RawPolicy {
                         None | Some("ro" | "read-only") => Mode::ReadOnly,
                         Some("rw" | "read-write") => Mode::ReadWrite,
                         Some(other) => {
-                            return Err((
+                            return Err(FieldError::new(
                                 format!("roots[{i}].mode"),
                                 format!("{other:?}"),
                                 "must be \"ro\" or \"rw\"".into(),
                             ));
                         }
                     };
-                    let grant = Grant::new(&root.path, mode, dir).map_err(|reason| {
-                        (
+                    let grant = Root::new(&root.path, mode, dir).map_err(|reason| {
+                        FieldError::new(
                             format!("roots[{i}].path"),
                             format!("{:?}", root.path.display().to_string()),
                             format!("is invalid: {reason}"),
@@ -894,12 +779,12 @@ impl RawPolicy {
             }
         };
         let hosts = match &self.network {
-            None => base.network.hosts.clone(),
+            None => base.grants.network.hosts.clone(),
             Some(entries) => {
                 let mut hosts = Vec::with_capacity(entries.len());
                 for (i, entry) in entries.iter().enumerate() {
                     let pattern = HostPattern::parse(entry).map_err(|reason| {
-                        (format!("network[{i}]"), format!("{entry:?}"), reason)
+                        FieldError::new(format!("network[{i}]"), format!("{entry:?}"), reason)
                     })?;
                     hosts.push(pattern);
                 }
@@ -907,12 +792,12 @@ impl RawPolicy {
             }
         };
         let pinned = match &self.resolve {
-            None => base.network.pinned.clone(),
+            None => base.grants.network.pinned.clone(),
             Some(table) => {
                 let mut pinned = BTreeMap::new();
                 for (name, addresses) in table {
                     let (host, ips) = NetGrant::parse_pin(name, addresses).map_err(|reason| {
-                        (
+                        FieldError::new(
                             format!("resolve.{}", toml_key(name)),
                             format!("{addresses:?}"),
                             reason,
@@ -923,17 +808,27 @@ impl RawPolicy {
                 pinned
             }
         };
-        let network = if self.network.is_none() && self.resolve.is_none() {
-            Arc::clone(&base.network)
+        let net_limits = self.net_limits(base.grants.network.limits)?;
+        let network = if self.network.is_none()
+            && self.resolve.is_none()
+            && net_limits == base.grants.network.limits
+        {
+            Arc::clone(&base.grants.network)
         } else {
-            Arc::new(NetGrant { hosts, pinned })
+            Arc::new(NetGrant {
+                hosts,
+                pinned,
+                limits: net_limits,
+            })
         };
         let env = match &self.env {
-            None => Arc::clone(&base.env),
+            None => base.grants.env.clone(),
             Some(raw) => {
                 // The tool's variables over the defaults', by name.
                 let mut merged: BTreeMap<String, EnvVar> = base
+                    .grants
                     .env
+                    .vars
                     .iter()
                     .map(|v| (v.name.clone(), v.clone()))
                     .collect();
@@ -944,13 +839,13 @@ impl RawPolicy {
                         merged.remove(name);
                     }
                 }
-                merged.into_values().collect::<Vec<_>>().into()
+                EnvGrant::new(merged.into_values().collect())
             }
         };
         if let Some(pin) = &self.pin {
             let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err((
+                return Err(FieldError::new(
                     "pin".into(),
                     format!("{pin:?}"),
                     "must be a SHA-256 digest, `sha256:` and 64 hex digits (`toolcage pin` prints them)".into(),
@@ -960,27 +855,23 @@ impl RawPolicy {
         let journal_arguments = match &self.journal_arguments {
             None => base.journal_arguments,
             Some(text) => Some(ArgumentsMode::parse(text).ok_or_else(|| {
-                (
+                FieldError::new(
                     "journal_arguments".to_owned(),
                     format!("{text:?}"),
                     "must be \"full\", \"digest\" or \"none\"".to_owned(),
                 )
             })?),
         };
-        let secret_values = SecretValues(
-            env.iter()
-                .filter(|v| v.secret)
-                .map(|v| v.value.clone())
-                .collect::<Vec<_>>()
-                .into(),
-        );
         Ok(Policy {
             limits,
-            roots,
-            allow_sampling: self.allow_sampling.unwrap_or(base.allow_sampling),
-            network,
-            env,
-            secret_values,
+            grants: Grants {
+                files,
+                network,
+                env,
+                services: ServicesGrant {
+                    sampling: self.allow_sampling.unwrap_or(base.grants.services.sampling),
+                },
+            },
             confirm: self.confirm.or(base.confirm),
             pin: self.pin.as_ref().map(|pin| {
                 pin.strip_prefix("sha256:")
@@ -991,10 +882,14 @@ impl RawPolicy {
             file: match &self.file {
                 None => None,
                 Some(file) if file.as_os_str().is_empty() => {
-                    return Err(("file".into(), "\"\"".into(), "is empty".into()));
+                    return Err(FieldError::new(
+                        "file".into(),
+                        "\"\"".into(),
+                        "is empty".into(),
+                    ));
                 }
                 Some(file) if !file.is_absolute() && file.components().count() != 1 => {
-                    return Err((
+                    return Err(FieldError::new(
                         "file".into(),
                         format!("{:?}", file.display().to_string()),
                         "must be a file name in the tools folder, or an absolute path".into(),
@@ -1006,18 +901,7 @@ impl RawPolicy {
     }
 
     /// The limit overrides applied over `base`, each checked against its range.
-    fn limits(&self, base: Limits) -> Result<Limits, (&'static str, String, &'static str)> {
-        fn check(
-            key: &'static str,
-            value: Option<u64>,
-            range: std::ops::RangeInclusive<u64>,
-            reason: &'static str,
-        ) -> Result<Option<u64>, (&'static str, String, &'static str)> {
-            match value {
-                Some(v) if !range.contains(&v) => Err((key, v.to_string(), reason)),
-                other => Ok(other),
-            }
-        }
+    fn limits(&self, base: Limits) -> Result<Limits, FieldError> {
         let mut limits = base;
         if let Some(fuel) = check("fuel", self.fuel, 1..=u64::MAX, "must be at least 1")? {
             limits.fuel = fuel;
@@ -1055,13 +939,20 @@ impl RawPolicy {
             // In range 1..=10_000, so it fits in a u32.
             limits.max_concurrent = u32::try_from(n).unwrap_or(u32::MAX);
         }
+        Ok(limits)
+    }
+
+    /// The HTTP caps (`http_*`) applied over `base`, each checked against
+    /// its range.
+    fn net_limits(&self, base: NetLimits) -> Result<NetLimits, FieldError> {
+        let mut limits = base;
         if let Some(kib) = check(
             "http_max_request_kib",
             self.http_max_request_kib,
             0..=1024 * 1024,
             "must be between 0 and 1048576 (1 GiB)",
         )? {
-            limits.http_request_bytes = kib * 1024;
+            limits.request_bytes = kib * 1024;
         }
         if let Some(kib) = check(
             "http_max_response_kib",
@@ -1069,7 +960,7 @@ impl RawPolicy {
             1..=1024 * 1024,
             "must be between 1 and 1048576 (1 GiB)",
         )? {
-            limits.http_response_bytes = kib * 1024;
+            limits.response_bytes = kib * 1024;
         }
         if let Some(ms) = check(
             "http_timeout_ms",
@@ -1077,9 +968,26 @@ impl RawPolicy {
             1..=3_600_000,
             "must be between 1 and 3600000 (one hour)",
         )? {
-            limits.http_timeout_ms = ms;
+            limits.timeout = std::time::Duration::from_millis(ms);
         }
         Ok(limits)
+    }
+}
+
+/// `value` if it lies in `range`, else the key, the value and `reason`.
+fn check(
+    key: &'static str,
+    value: Option<u64>,
+    range: std::ops::RangeInclusive<u64>,
+    reason: &'static str,
+) -> Result<Option<u64>, FieldError> {
+    match value {
+        Some(v) if !range.contains(&v) => Err(FieldError::new(
+            key.to_owned(),
+            v.to_string(),
+            reason.to_owned(),
+        )),
+        other => Ok(other),
     }
 }
 
@@ -1088,7 +996,7 @@ impl RawPolicy {
 fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>, FieldError> {
     let key = || format!("env.{}", toml_key(name));
     if name.is_empty() || name.contains(['=', '\0']) {
-        return Err((
+        return Err(FieldError::new(
             key(),
             format!("{name:?}"),
             "is not a valid variable name".into(),
@@ -1123,7 +1031,7 @@ fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>
                 if p.is_absolute() { p } else { dir.join(p) }
             };
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                (
+                FieldError::new(
                     key(),
                     format!("{{ file = {:?} }}", path.display().to_string()),
                     format!("cannot be read: {e}"),
@@ -1138,7 +1046,7 @@ fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>
             }
         }
         RawEnv::Source(_) => {
-            return Err((
+            return Err(FieldError::new(
                 key(),
                 "(a table)".into(),
                 "must be a string, `{ from_env = \"VAR\" }` or `{ file = \"PATH\" }`".into(),
@@ -1146,7 +1054,11 @@ fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>
         }
     };
     if var.value.contains('\0') {
-        return Err((key(), "(its value)".into(), "contains a NUL byte".into()));
+        return Err(FieldError::new(
+            key(),
+            "(its value)".into(),
+            "contains a NUL byte".into(),
+        ));
     }
     Ok(Some(var))
 }
@@ -1161,17 +1073,6 @@ pub fn toml_key(name: &str) -> String {
         name.to_owned()
     } else {
         format!("{name:?}")
-    }
-}
-
-/// `~` and `~/...` expanded with `$HOME`; other paths unchanged.
-pub fn expand_tilde(path: &Path) -> PathBuf {
-    let Ok(rest) = path.strip_prefix("~") else {
-        return path.to_owned();
-    };
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(rest),
-        None => path.to_owned(),
     }
 }
 
@@ -1225,27 +1126,27 @@ mod tests {
         .expect("valid");
         let data = dir.join("data");
         assert_eq!(
-            config.defaults.roots,
+            config.defaults.grants.files,
             [
-                Grant {
+                Root {
                     path: data.clone(),
                     mode: Mode::ReadOnly
                 },
-                Grant {
+                Root {
                     path: data.clone(),
                     mode: Mode::ReadWrite
                 },
             ]
         );
         assert_eq!(
-            config.policy_for("writer").roots,
-            [Grant {
+            config.policy_for("writer").grants.files,
+            [Root {
                 path: data.clone(),
                 mode: Mode::ReadWrite
             }]
         );
-        assert!(config.policy_for("nothing").roots.is_empty());
-        assert_eq!(config.policy_for("other").roots.len(), 2);
+        assert!(config.policy_for("nothing").grants.files.is_empty());
+        assert_eq!(config.policy_for("other").grants.files.len(), 2);
 
         for (text, needle) in [
             (
@@ -1274,12 +1175,11 @@ mod tests {
     #[test]
     fn flag_grants_parse_their_mode() {
         let tmp = std::env::temp_dir();
-        let grant =
-            Grant::parse_flag(&format!("{}:rw", tmp.display()), Path::new("/")).expect("ok");
+        let grant = Root::parse_flag(&format!("{}:rw", tmp.display()), Path::new("/")).expect("ok");
         assert_eq!(grant.mode, Mode::ReadWrite);
-        let grant = Grant::parse_flag(&tmp.display().to_string(), Path::new("/")).expect("ok");
+        let grant = Root::parse_flag(&tmp.display().to_string(), Path::new("/")).expect("ok");
         assert_eq!(grant.mode, Mode::ReadOnly);
-        assert!(Grant::parse_flag("/no/such/dir:ro", Path::new("/")).is_err());
+        assert!(Root::parse_flag("/no/such/dir:ro", Path::new("/")).is_err());
     }
 
     #[test]
@@ -1408,24 +1308,27 @@ mod tests {
         .expect("valid");
         let w = config.policy_for("w");
         assert_eq!(
-            w.network
+            w.grants
+                .network
                 .hosts
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>(),
             ["api.example.com", "*.example.org:8443"]
         );
-        assert_eq!(w.limits.http_response_bytes, 64 * 1024);
+        assert_eq!(w.grants.network.limits.response_bytes, 64 * 1024);
         assert_eq!(w.confirm, Some(false));
         assert_eq!(config.policy_for("other").confirm, Some(true));
-        assert!(config.policy_for("other").network.hosts.is_empty());
+        assert!(config.policy_for("other").grants.network.hosts.is_empty());
         assert_eq!(
             w.pin.as_deref(),
             Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789")
         );
         assert_eq!(w.journal_arguments, Some(ArgumentsMode::Digest));
         let env: Vec<(&str, &str, bool)> = w
+            .grants
             .env
+            .vars
             .iter()
             .map(|v| (v.name.as_str(), v.value.as_str(), v.secret))
             .collect();

@@ -19,17 +19,18 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::call::{
+    CallFailure, CapturedOutput, ClientServices, Content, ElicitAnswer, EventSink, PendingInput,
+    PromptOutput, ResourceContent, ServiceError, ToolResult,
+};
 use crate::catalog::{LoadedComponent, LoadedTool, Registry, ToolSpec};
 use crate::config::{Config, Limits, Policy};
+use crate::grants;
+use crate::grants::network::NetRecord;
 use crate::journal::{ClientId, Entry, Journal};
 use crate::json;
-use crate::net::NetRecord;
 use crate::redact::Scrub;
-use crate::roots::effective_roots;
-use crate::sandbox::{
-    Access, CallFailure, CallSpec, CapturedOutput, ClientServices, Content, ElicitAnswer,
-    EventSink, PendingInput, PromptOutput, ResourceContent, Sandbox, ServiceError, ToolResult,
-};
+use crate::sandbox::{CallSpec, Sandbox};
 use crate::schema::{BudgetExceeded, budget_for};
 
 /// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
@@ -350,26 +351,24 @@ impl Dispatcher {
         };
 
         // Run.
-        let roots = effective_roots(&policy.roots, client_roots);
+        let grants = policy.grants.prepare(grants::CallContext {
+            tool: name,
+            client_roots,
+            client: services.as_ref(),
+        });
         let report = self
             .sandbox
-            .call(CallSpec {
-                pre: &tool.component.pre,
-                name,
-                arguments: &arguments_text,
-                limits: &policy.limits,
-                roots: &roots,
-                events,
-                services,
-                sampling_allowed: policy.allow_sampling,
-                access: Access {
-                    tool: name,
-                    network: &policy.network,
-                    env: &policy.env,
-                    secrets: &policy.secret_values.0,
+            .call(
+                &tool.component.prepared,
+                CallSpec {
+                    name,
+                    arguments: &arguments_text,
+                    limits: &policy.limits,
+                    grants,
+                    events,
+                    cancel,
                 },
-                cancel,
-            })
+            )
             .await;
         let scrub = Scrub::new(record.secrets.iter().copied());
         log_guest_output(name, "stdout", &report.stdout, &scrub);
@@ -654,7 +653,7 @@ impl Dispatcher {
         let started = Instant::now();
         let outcome = self
             .sandbox
-            .read_resource(&component.pre, &component.extras, uri, &limits, cancel)
+            .read_resource(&component.prepared, uri, &limits, cancel)
             .await;
         let result = match outcome {
             Ok(Ok(contents)) if contents.is_empty() => Err(ServeError::Failed(format!(
@@ -710,14 +709,7 @@ impl Dispatcher {
         let arguments = Value::Object(arguments).to_string();
         let outcome = self
             .sandbox
-            .get_prompt(
-                &component.pre,
-                &component.extras,
-                name,
-                &arguments,
-                &limits,
-                cancel,
-            )
+            .get_prompt(&component.prepared, name, &arguments, &limits, cancel)
             .await;
         let result = match outcome {
             Ok(Ok(output)) => Ok(output),

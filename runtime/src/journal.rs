@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::config::{ArgumentsMode, JournalConfig};
-use crate::net::NetRecord;
+use crate::grants::network::NetRecord;
 use crate::redact::Scrub;
 
 /// Lines that may wait for the writer before new ones are dropped.

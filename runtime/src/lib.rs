@@ -4,26 +4,29 @@
 //! # Layout
 //!
 //! - [`config`]: the operator's TOML file, parsed then validated into
-//!   [`config::Config`] (limits per tool, folders).
-//! - [`sandbox`]: the only module that touches wasmtime; engine, linker,
-//!   compile cache, per-call stores and limits, trap classification.
+//!   [`config::Config`] (limits and grants per tool, folders).
+//! - [`grants`]: what a tool may reach, one capability per file (files,
+//!   network, environment, client services): validated at load, prepared
+//!   per call, applied to the call's store.
+//! - [`call`]: the types a call produces and consumes, shared by the
+//!   sandbox, dispatch and the protocol.
+//! - [`sandbox`]: the only module that runs guest code; engine, linker,
+//!   compile cache, per-call stores and limits, trap classification, the
+//!   component kinds.
 //! - [`catalog`]: loads the tools folder into an immutable
 //!   [`catalog::Catalog`] (descriptors validated, schemas compiled, name
 //!   clashes resolved); the [`catalog::Registry`] holds the current one.
 //! - [`schema`]: tools' JSON Schemas, compiled under limits at load and
 //!   validated under a step budget.
 //! - [`template`]: resource URI templates, matched in linear time.
-//! - [`roots`]: a call's effective roots: the tool's grants narrowed by the
-//!   client's roots.
 //! - [`dispatch`]: one call, end to end: argument validation, permits, the
 //!   sandboxed run, output checks, the audit record.
 //! - [`services`]: elicitation and sampling for tools: requests to the
 //!   client (2025-x) or replay with signed state (2026-07-28).
 //! - [`protocol`]: the MCP handler over rmcp; the only module that knows
 //!   the wire format.
-//! - [`stdio`]: the stdio transport that answers malformed lines.
-//! - [`http`]: the Streamable HTTP transport: token, admission, shutdown.
-//! - [`net`]: outbound HTTP for tools, behind each tool's host allow-list.
+//! - [`transport`]: stdio and Streamable HTTP (behind a router), started
+//!   by [`Host::serve`].
 //! - [`journal`]: the call journal (one JSON line per call).
 //! - [`redact`]: the scrubbing and truncation every tool-controlled text
 //!   passes before a log line or a journal field.
@@ -32,37 +35,36 @@
 //! - [`watch`]: hot reload of the tools folder and the config file.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
-//! and [`Host::serve_stdio`].
+//! and [`Host::serve`].
 
 #![deny(missing_docs)]
 
+pub mod call;
 pub mod catalog;
 pub mod config;
 pub mod dispatch;
-pub mod http;
+pub mod grants;
 pub mod journal;
 pub mod json;
-pub mod net;
 pub mod protocol;
 pub mod redact;
-pub mod roots;
 pub mod sandbox;
 pub mod schema;
 pub mod services;
-pub mod stdio;
 pub mod template;
+pub mod transport;
 pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use rmcp::ServiceExt as _;
 
 use crate::catalog::Registry;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
 use crate::sandbox::{Sandbox, SandboxSettings};
+pub use crate::transport::Transport;
 
 /// Where things are and how they are limited; built by `main` from flags,
 /// the config file and defaults, in that order of precedence.
@@ -76,7 +78,7 @@ pub struct Options {
     pub config: Config,
     /// Roots granted on the command line (`--root`), kept to re-apply when
     /// the config file is reloaded.
-    pub cli_grants: Vec<config::Grant>,
+    pub cli_grants: Vec<config::Root>,
     /// Meter guest instructions with fuel (`--no-fuel` turns it off).
     pub fuel_metering: bool,
 }
@@ -195,79 +197,27 @@ impl Host {
         })
     }
 
-    /// Serve MCP over Streamable HTTP until SIGTERM/SIGINT, reloading tools
-    /// and config as they change; then finish the calls in flight (up to the
-    /// configured grace) and write the journal out.
+    /// Serve MCP over `transport` until its client leaves (stdio: stdin
+    /// closed) or SIGTERM/SIGINT arrives, reloading tools and config as
+    /// they change; then end the calls in flight (over HTTP, after letting
+    /// requests finish up to the configured grace) and write the journal
+    /// out. The one place every transport is started.
     ///
     /// # Errors
     ///
-    /// The settings are invalid or the address cannot be bound.
-    pub async fn serve_http(self: &Arc<Self>, addr: std::net::SocketAddr) -> anyhow::Result<()> {
-        let settings = http::HttpSettings {
-            addr,
-            config: self.options.config.http.clone(),
-        };
-        settings.validate()?;
+    /// HTTP: the settings are invalid or the address cannot be bound.
+    /// Stdio: the client closed the connection before starting a session,
+    /// or the transport failed.
+    pub async fn serve(self: &Arc<Self>, transport: Transport) -> anyhow::Result<()> {
         let _watch = self.watch();
-        let served = http::serve(Arc::clone(self), settings, shutdown_signal()).await;
+        let served = match transport {
+            Transport::Stdio => transport::stdio::serve(self).await,
+            Transport::Http(addr) => {
+                transport::http::serve(Arc::clone(self), addr, transport::shutdown_signal()).await
+            }
+        };
         self.dispatcher.shutdown().await;
         served
-    }
-
-    /// Serve MCP on stdin/stdout until the client closes stdin or SIGTERM /
-    /// SIGINT arrives, reloading tools and config as they change; then end
-    /// the calls in flight and write the journal out.
-    ///
-    /// # Errors
-    ///
-    /// The client closed the connection before starting a session, or the
-    /// transport failed.
-    pub async fn serve_stdio(self: &Arc<Self>) -> anyhow::Result<()> {
-        let _watch = self.watch();
-        let served = self.serve_stdio_session().await;
-        self.dispatcher.shutdown().await;
-        served
-    }
-
-    async fn serve_stdio_session(&self) -> anyhow::Result<()> {
-        let server =
-            protocol::McpServer::new(Arc::clone(&self.dispatcher), Arc::clone(&self.notifier));
-        let running = tokio::select! {
-            running = server.serve(stdio::LineTransport::stdio(stdio::Admission::new(
-                self.options.config.stdio,
-                Arc::clone(&self.request_budget),
-            ))) => running,
-            () = shutdown_signal() => {
-                tracing::info!("signal received before a session started; exiting");
-                return Ok(());
-            }
-        };
-        let running = match running {
-            Ok(running) => running,
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
-                tracing::info!("client closed stdin before starting a session");
-                return Ok(());
-            }
-            Err(error) => return Err(error).context("MCP session failed to start"),
-        };
-        let session = running.cancellation_token();
-        // The calls are stopped inside the signal's branch, before `select!`
-        // drops the session (which cancels every request on its own), so
-        // they are recorded as ended by the shutdown, not by their client.
-        let signalled = async {
-            shutdown_signal().await;
-            self.dispatcher.stop_calls();
-        };
-        let reason = tokio::select! {
-            reason = running.waiting() => reason.context("MCP session failed")?,
-            () = signalled => {
-                tracing::info!("signal received; ending the session");
-                session.cancel();
-                return Ok(());
-            }
-        };
-        tracing::info!(?reason, "MCP session ended");
-        Ok(())
     }
 
     /// Start hot reload of the tools folder and the config file; `None`
@@ -280,26 +230,6 @@ impl Host {
                 tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
                 None
             }
-        }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => {
-            tracing::warn!("cannot install signal handlers; stop with SIGKILL");
-            std::future::pending::<()>().await;
         }
     }
 }

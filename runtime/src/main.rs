@@ -9,14 +9,14 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolcage::catalog::{FileStatus, LoadedTool, ToolStatus};
-use toolcage::config::{Config, Grant, expand_tilde, toml_key};
-use toolcage::dispatch::CallContext;
-use toolcage::journal::ClientId;
-use toolcage::sandbox::{
+use toolcage::call::{
     ClientServices, ElicitAnswer, GuestEvent, SampleAnswer, SampleRequest, ServiceError,
     ServiceFuture,
 };
+use toolcage::catalog::{FileStatus, LoadedTool, ToolStatus};
+use toolcage::config::{Config, Root, expand_tilde, toml_key};
+use toolcage::dispatch::CallContext;
+use toolcage::journal::ClientId;
 use toolcage::{Host, Options};
 
 /// An MCP server that runs every tool as a sandboxed WebAssembly component.
@@ -147,11 +147,23 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        // The reader went away (`toolcage journal | head`): as for `cat`
+        // and ripgrep, that is not a failure of ours.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("toolcage: {error:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether `error` comes from writing to a pipe nobody reads.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
@@ -203,8 +215,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { common, http } => {
             let host = Arc::new(Host::load(options(&common)?).await?);
             match http {
-                Some(addr) => host.serve_http(addr).await?,
-                None => host.serve_stdio().await?,
+                Some(addr) => host.serve(toolcage::Transport::Http(addr)).await?,
+                None => host.serve(toolcage::Transport::Stdio).await?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -291,7 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 bail!("the arguments must be a JSON object, like '{{\"timezone\": \"UTC\"}}'");
             };
             let host = Host::load(options(&common)?).await?;
-            let events: toolcage::sandbox::EventSink = Arc::new(|event| match event {
+            let events: toolcage::call::EventSink = Arc::new(|event| match event {
                 GuestEvent::Log { level, message } => eprintln!("[{level:?}] {message}"),
                 GuestEvent::Progress {
                     done,
@@ -354,7 +366,7 @@ fn options(common: &Common) -> anyhow::Result<Options> {
     let mut cli_grants = Vec::new();
     for flag in &common.root {
         let grant =
-            Grant::parse_flag(flag, &cwd).map_err(|e| anyhow::anyhow!("--root {flag}: {e}"))?;
+            Root::parse_flag(flag, &cwd).map_err(|e| anyhow::anyhow!("--root {flag}: {e}"))?;
         config.grant_to_all(grant.clone());
         cli_grants.push(grant);
     }
@@ -423,19 +435,13 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                         entries
                             .iter()
                             .map(|entry| {
-                                let d = &entry.descriptor;
-                                json!({
-                                    "name": d.name,
-                                    "title": d.title,
-                                    "description": d.description,
-                                    "inputSchema": *d.input_schema,
-                                    "outputSchema": d.output_schema.as_deref(),
-                                    "annotations": {
-                                        "readOnlyHint": d.annotations.read_only,
-                                        "destructiveHint": d.annotations.destructive,
-                                        "idempotentHint": d.annotations.idempotent,
-                                        "openWorldHint": d.annotations.open_world,
-                                    },
+                                // The tool as `tools/list` shows it, and
+                                // how it fares in this folder.
+                                let mut tool = serde_json::to_value(
+                                    toolcage::protocol::to_mcp_tool(&entry.descriptor),
+                                )
+                                .unwrap_or_default();
+                                let fate = json!({
                                     "status": match &entry.status {
                                         ToolStatus::Served => "served",
                                         ToolStatus::Shadowed(_) => "shadowed",
@@ -449,11 +455,17 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                                         ToolStatus::Refused(why) => Some(why.as_str()),
                                         _ => None,
                                     },
-                                })
+                                });
+                                if let (Some(tool), Value::Object(fate)) =
+                                    (tool.as_object_mut(), fate)
+                                {
+                                    tool.extend(fate);
+                                }
+                                tool
                             })
                             .collect::<Vec<_>>(),
                     ),
-                    FileStatus::Failed(reason) => ("failed", Some(reason.clone()), Vec::new()),
+                    FileStatus::Failed(reason) => ("failed", Some(reason.to_string()), Vec::new()),
                 };
                 let imports = catalog
                     .loaded
@@ -465,7 +477,7 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                     "digest": file.digest,
                     "status": status,
                     "error": error,
-                    "rejectedUpdate": file.rejected_update,
+                    "rejectedUpdate": file.rejected_update.as_ref().map(ToString::to_string),
                     "imports": imports,
                     "capabilityChange": file.capability_change,
                     "tools": tools,

@@ -38,14 +38,14 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, Su
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
-use crate::catalog::ToolDescriptor;
-use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
-use crate::journal::ClientId;
-use crate::roots::file_uri_path;
-use crate::sandbox::{
+use crate::call::{
     Content, GuestEvent, LogLevel, PromptRole, RawPrompt, RawResource, RawTemplate, ResourceBody,
 };
-use crate::sandbox::{PendingAsk, PendingInput};
+use crate::call::{PendingAsk, PendingInput};
+use crate::catalog::ToolDescriptor;
+use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
+use crate::grants::files::file_uri_path;
+use crate::journal::ClientId;
 use crate::services::{
     self, Capabilities, PeerServices, ReplayServices, call_digest, sign_state, verify_state,
 };
@@ -200,15 +200,23 @@ pub struct McpServer {
     /// `notifications/roots/list_changed`. An async mutex: a call waits
     /// while the roots are being fetched, so it never runs on stale roots.
     client_roots: Arc<tokio::sync::Mutex<Option<Vec<PathBuf>>>>,
+    /// The transport's name, for the journal.
+    transport: &'static str,
 }
 
 impl McpServer {
-    /// A server for one connection over `dispatcher`, registering with
-    /// `notifier` for tool-list changes.
-    pub fn new(dispatcher: Arc<Dispatcher>, notifier: Arc<Notifier>) -> Self {
+    /// A server for one connection over `dispatcher` on `transport` (its
+    /// name, as the journal records it), registering with `notifier` for
+    /// tool-list changes.
+    pub fn new(
+        dispatcher: Arc<Dispatcher>,
+        notifier: Arc<Notifier>,
+        transport: &'static str,
+    ) -> Self {
         McpServer {
             dispatcher,
             notifier,
+            transport,
             log_level: Arc::new(Mutex::new(None)),
             client_roots: Arc::new(tokio::sync::Mutex::new(None)),
         }
@@ -490,7 +498,7 @@ impl ServerHandler for McpServer {
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
                     services: Some(services),
-                    client: &|| client_id(&ctx),
+                    client: &|| client_id(self.transport, &ctx),
                 },
             )
             .await;
@@ -594,8 +602,8 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Who sent the request in `ctx`, for the call journal.
-fn client_id(ctx: &RequestContext<RoleServer>) -> ClientId {
+/// Who sent the request in `ctx` over `transport`, for the call journal.
+fn client_id(transport: &'static str, ctx: &RequestContext<RoleServer>) -> ClientId {
     let parts = ctx.extensions.get::<http::request::Parts>();
     let request = match serde_json::to_value(&ctx.id) {
         Ok(serde_json::Value::String(id)) => id,
@@ -603,7 +611,7 @@ fn client_id(ctx: &RequestContext<RoleServer>) -> ClientId {
         Err(_) => String::new(),
     };
     ClientId {
-        transport: if parts.is_some() { "http" } else { "stdio" },
+        transport,
         session: parts
             .and_then(|p| p.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
@@ -715,7 +723,8 @@ fn to_mcp_prompt(d: &RawPrompt) -> Prompt {
     prompt
 }
 
-fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
+/// A tool as `tools/list` shows it.
+pub fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
     let a = descriptor.annotations;
     let mut annotations = ToolAnnotations::new()
         .read_only(a.read_only)
@@ -824,7 +833,7 @@ impl EventForwarder {
     /// The sink for the sandbox: drops what the client did not ask for,
     /// queues the rest (never blocks, never grows past [`EVENT_QUEUE`]),
     /// starting the task on first use.
-    fn sink(&self) -> Option<crate::sandbox::EventSink> {
+    fn sink(&self) -> Option<crate::call::EventSink> {
         let inner = Arc::clone(self.inner.as_ref()?);
         Some(Arc::new(move |event: GuestEvent| {
             let wanted = match &event {

@@ -26,7 +26,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::sandbox::{
+use crate::call::{
     Ask, ClientServices, ElicitAnswer, PendingAsk, PendingInput, SampleAnswer, SampleRequest,
     ServiceError, ServiceFuture,
 };

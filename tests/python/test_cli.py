@@ -129,3 +129,26 @@ def test_a_restart_uses_the_compile_cache(setup, tmp_path):
         entry.write_bytes(b"corrupt")
     third = setup.run("get_current_time", command="call")
     assert third.returncode == 0 and "discarding unreadable compile-cache entry" in third.stderr
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    # `toolcage journal | head -1`: the pipe closes after one line; like
+    # `cat`, toolcage stops quietly with status 0 (not "Broken pipe", 2).
+    journal = tmp_path / "journal.jsonl"
+    line = {
+        "time": "2026-01-01T00:00:00Z",
+        "tool": "t",
+        "outcome": "ok",
+        "duration_ms": 1,
+        "digest": "0" * 64,
+        "client": {"transport": "stdio"},
+    }
+    journal.write_text("\n".join(json.dumps(line) for _ in range(20_000)) + "\n")
+    shell = subprocess.run(
+        ["bash", "-c", f'"{BIN}" journal --file "{journal}" | head -1; echo "status=${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.stdout.strip().endswith("status=0"), (shell.stdout[-500:], shell.stderr)
+    assert "Broken pipe" not in shell.stderr, shell.stderr

@@ -33,11 +33,11 @@ use std::time::Instant;
 use anyhow::{Context as _, bail, ensure};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
-use toolcage::config::{Config, Grant, Mode, Policy};
+use toolcage::config::{Config, Mode, Policy, Root};
 use toolcage::dispatch::{CallContext, CallOutput};
+use toolcage::grants::CallContext as GrantContext;
 use toolcage::journal::ClientId;
-use toolcage::roots::{EffectiveRoot, effective_roots};
-use toolcage::sandbox::{Access, CallSpec};
+use toolcage::sandbox::CallSpec;
 use toolcage::{Host, Options};
 use toolcage_guest::{CallOutcome, ToolDef};
 
@@ -110,7 +110,6 @@ struct Prepared {
     arguments: Map<String, Value>,
     native: ToolDef,
     policy: Policy,
-    roots: Vec<EffectiveRoot>,
 }
 
 async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
@@ -118,7 +117,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
         .with_context(|| format!("cannot find `{}`", plan.root.display()))?;
     let root_text = root.to_str().context("the root is not UTF-8")?.to_owned();
     let mut config = Config::default();
-    let grant = Grant::new(&root, Mode::ReadOnly, Path::new("/"))
+    let grant = Root::new(&root, Mode::ReadOnly, Path::new("/"))
         .map_err(|e| anyhow::anyhow!("cannot grant `{}`: {e}", root.display()))?;
     config.grant_to_all(grant.clone());
     let host = Host::load(Options {
@@ -142,13 +141,11 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
             .find(|t| t.name() == name)
             .with_context(|| format!("the fs tool crate has no tool `{name}`"))?;
         let policy = config.policy_for(name).clone();
-        let roots = effective_roots(&policy.roots, None);
         prepared.push(Prepared {
             name: name.clone(),
             arguments,
             native,
             policy,
-            roots,
         });
     }
 
@@ -233,22 +230,21 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     .context("the tool went away")?;
                 let report = host
                     .sandbox
-                    .call(CallSpec {
-                        pre: &tool.component.pre,
-                        name: &op.name,
-                        arguments: &text,
-                        limits: &op.policy.limits,
-                        roots: &op.roots,
-                        events: None,
-                        services: None,
-                        sampling_allowed: false,
-                        access: Access {
-                            tool: &op.name,
-                            network: &op.policy.network,
-                            env: &op.policy.env,
+                    .call(
+                        &tool.component.prepared,
+                        CallSpec {
+                            name: &op.name,
+                            arguments: &text,
+                            limits: &op.policy.limits,
+                            grants: op.policy.grants.prepare(GrantContext {
+                                tool: &op.name,
+                                client_roots: None,
+                                client: None,
+                            }),
+                            events: None,
+                            cancel: &cancel,
                         },
-                        cancel: &cancel,
-                    })
+                    )
                     .await;
                 let elapsed = start.elapsed();
                 if let Err(failure) = report.outcome {

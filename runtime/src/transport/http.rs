@@ -1,4 +1,5 @@
-//! Streamable HTTP: MCP at `POST/GET/DELETE /mcp`.
+//! Streamable HTTP: MCP at `POST/GET/DELETE /mcp`, behind the router
+//! (`router`).
 //!
 //! rmcp's `StreamableHttpService` does the protocol: 2026-07-28 requests are
 //! served statelessly (each request carries its version in `_meta`), older
@@ -25,8 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -36,12 +36,16 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
+use super::router::{Auth, Body, Endpoint, Reply, Router, busy, plain};
 use crate::Host;
 use crate::config::HttpConfig;
 use crate::protocol::McpServer;
 
 /// The MCP endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
+
+/// This transport's name in the journal.
+pub const NAME: &str = "http";
 
 /// Everything the HTTP server needs besides the host: where to listen and
 /// the `[http]` section of the config.
@@ -72,18 +76,20 @@ impl HttpSettings {
     }
 }
 
-type Body = BoxBody<Bytes, Infallible>;
-
-/// Serve MCP over HTTP until `shutdown` resolves, then drain.
+/// Serve MCP over HTTP on `addr` until `shutdown` resolves, then drain.
 ///
 /// # Errors
 ///
 /// The settings are invalid or the address cannot be bound.
 pub async fn serve(
     host: Arc<Host>,
-    settings: HttpSettings,
+    addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let settings = HttpSettings {
+        addr,
+        config: host.options.config.http.clone(),
+    };
     settings.validate()?;
     let listener = TcpListener::bind(settings.addr)
         .await
@@ -124,14 +130,14 @@ pub async fn serve(
                 Ok(McpServer::new(
                     Arc::clone(&dispatcher),
                     Arc::clone(&notifier),
+                    NAME,
                 ))
             },
             Arc::clone(&sessions),
             config,
         )
     };
-    let gate = Arc::new(Gate {
-        token: http.token.clone(),
+    let endpoint = Arc::new(McpEndpoint {
         permits: Arc::new(Semaphore::new(http.max_concurrent_requests)),
         budget: Arc::clone(&host.request_budget),
         max_body_bytes: http.max_body_bytes,
@@ -141,6 +147,7 @@ pub async fn serve(
         initializing: Arc::default(),
         mcp,
     });
+    let router = Arc::new(Router::new(http.token.clone()).route(ENDPOINT, Auth::Token, endpoint));
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -168,10 +175,10 @@ pub async fn serve(
             refuse_connection(&stream, http.max_connections);
             continue;
         };
-        let gate = Arc::clone(&gate);
+        let router = Arc::clone(&router);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-            let gate = Arc::clone(&gate);
-            async move { Ok::<_, Infallible>(gate.handle(request).await) }
+            let router = Arc::clone(&router);
+            async move { Ok::<_, Infallible>(router.handle(request).await) }
         });
         let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
@@ -209,9 +216,9 @@ fn refuse_connection(stream: &tokio::net::TcpStream, limit: usize) {
     );
 }
 
-/// Authentication and admission in front of rmcp.
-struct Gate {
-    token: Option<String>,
+/// MCP: admission (requests in progress, the body within its size and
+/// time limits, the request budget, the session cap) in front of rmcp.
+struct McpEndpoint {
     permits: Arc<Semaphore>,
     /// The server-wide request budget (shared with stdio).
     budget: Arc<crate::RequestBudget>,
@@ -225,29 +232,14 @@ struct Gate {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
-impl Gate {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != ENDPOINT {
-            return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
-        }
-        if let Some(token) = &self.token {
-            let presented = request
-                .headers()
-                .get(hyper::header::AUTHORIZATION)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.strip_prefix("Bearer "));
-            if !presented.is_some_and(|p| token_matches(p.as_bytes(), token.as_bytes())) {
-                let mut response = plain(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized: send `Authorization: Bearer <token>`",
-                );
-                response.headers_mut().insert(
-                    hyper::header::WWW_AUTHENTICATE,
-                    hyper::header::HeaderValue::from_static("Bearer"),
-                );
-                return response;
-            }
-        }
+impl Endpoint for McpEndpoint {
+    fn handle(&self, request: Request<Incoming>) -> Reply<'_> {
+        Box::pin(self.admit(request))
+    }
+}
+
+impl McpEndpoint {
+    async fn admit(&self, request: Request<Incoming>) -> Response<Body> {
         let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() else {
             return busy("too many requests in progress; retry shortly");
         };
@@ -333,7 +325,7 @@ impl Gate {
     }
 }
 
-/// One `initialize` in progress (see [`Gate::session_slot`]).
+/// One `initialize` in progress (see [`McpEndpoint::session_slot`]).
 struct InitializingGuard(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Drop for InitializingGuard {
@@ -342,48 +334,9 @@ impl Drop for InitializingGuard {
     }
 }
 
-/// A 503 with `Retry-After`.
-fn busy(message: &'static str) -> Response<Body> {
-    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
-    response.headers_mut().insert(
-        hyper::header::RETRY_AFTER,
-        hyper::header::HeaderValue::from_static("1"),
-    );
-    response
-}
-
-fn plain(status: StatusCode, message: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(message.as_bytes())).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
-/// Whether the presented token is the configured one, in time that
-/// depends on neither where they differ nor (both being hashed to the same
-/// length first) on the presented token's length.
-fn token_matches(presented: &[u8], token: &[u8]) -> bool {
-    use sha2::{Digest as _, Sha256};
-    use subtle::ConstantTimeEq as _;
-    Sha256::digest(presented)
-        .ct_eq(&Sha256::digest(token))
-        .into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(token_matches(b"secret", b"secret"));
-        assert!(!token_matches(b"secret", b"secreT"));
-        assert!(!token_matches(b"secret", b"secret2"));
-        assert!(!token_matches(b"", b"x"));
-    }
 
     #[test]
     fn public_binds_need_a_token() {

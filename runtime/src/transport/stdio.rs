@@ -21,12 +21,73 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use rmcp::RoleServer;
+use rmcp::ServiceExt as _;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
+
+use super::shutdown_signal;
+use crate::Host;
+use crate::protocol::McpServer;
+
+/// This transport's name in the journal.
+pub const NAME: &str = "stdio";
+
+/// Serve one MCP session on stdin/stdout until the client closes stdin or
+/// SIGTERM/SIGINT arrives.
+///
+/// # Errors
+///
+/// The session failed to start (other than by the client closing stdin
+/// first) or the transport failed.
+pub async fn serve(host: &Host) -> anyhow::Result<()> {
+    let server = McpServer::new(
+        Arc::clone(&host.dispatcher),
+        Arc::clone(&host.notifier),
+        NAME,
+    );
+    let transport = LineTransport::stdio(Admission::new(
+        host.options.config.stdio,
+        Arc::clone(&host.request_budget),
+    ));
+    let running = tokio::select! {
+        running = server.serve(transport) => running,
+        () = shutdown_signal() => {
+            tracing::info!("signal received before a session started; exiting");
+            return Ok(());
+        }
+    };
+    let running = match running {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("client closed stdin before starting a session");
+            return Ok(());
+        }
+        Err(error) => return Err(error).context("MCP session failed to start"),
+    };
+    let session = running.cancellation_token();
+    // The calls are stopped inside the signal's branch, before `select!`
+    // drops the session (which cancels every request on its own), so they
+    // are recorded as ended by the shutdown, not by their client.
+    let signalled = async {
+        shutdown_signal().await;
+        host.dispatcher.stop_calls();
+    };
+    let reason = tokio::select! {
+        reason = running.waiting() => reason.context("MCP session failed")?,
+        () = signalled => {
+            tracing::info!("signal received; ending the session");
+            session.cancel();
+            return Ok(());
+        }
+    };
+    tracing::info!(?reason, "MCP session ended");
+    Ok(())
+}
 
 /// Longest line accepted, in bytes: 16 MiB, rmcp's own limit. A longer line
 /// is answered with an error and skipped.

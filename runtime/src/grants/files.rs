@@ -1,4 +1,6 @@
-//! Effective roots: what a call may reach on disk.
+//! The files grant: the directories a tool may reach (`roots` in the
+//! config, `serve --root` on the command line), and the effective roots of
+//! one call.
 //!
 //! The operator grants directories per tool (the config, `serve --root`). A
 //! client that declares the roots capability narrows them: the effective
@@ -18,7 +20,106 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Grant, Mode, normalize};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// A directory granted to a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Absolute, lexically normalised host path; also the path the tool
+    /// sees, so paths a model sees in the client work unchanged.
+    pub path: PathBuf,
+    /// Read-only or read-write.
+    pub mode: Mode,
+}
+
+/// Access mode of a granted directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read files and list directories only.
+    ReadOnly,
+    /// Also create, write, rename and delete.
+    ReadWrite,
+}
+
+impl Mode {
+    /// `ro` or `rw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "ro",
+            Mode::ReadWrite => "rw",
+        }
+    }
+}
+
+impl Root {
+    /// Parse a command-line grant, `PATH`, `PATH:ro` or `PATH:rw` (read-only
+    /// when no mode is given), resolving relative paths against `cwd`.
+    ///
+    /// # Errors
+    ///
+    /// The path does not exist or is not a directory.
+    pub fn parse_flag(text: &str, cwd: &Path) -> Result<Root, String> {
+        let (path, mode) = match text.rsplit_once(':') {
+            Some((path, "ro")) => (path, Mode::ReadOnly),
+            Some((path, "rw")) => (path, Mode::ReadWrite),
+            _ => (text, Mode::ReadOnly),
+        };
+        Root::new(Path::new(path), mode, cwd)
+    }
+
+    /// A grant of `path` (`~` expanded, relative to `base`), checked to be an
+    /// existing directory.
+    ///
+    /// # Errors
+    ///
+    /// The path does not exist or is not a directory.
+    pub fn new(path: &Path, mode: Mode, base: &Path) -> Result<Root, String> {
+        let expanded = expand_tilde(path);
+        let absolute = if expanded.is_absolute() {
+            expanded
+        } else {
+            base.join(expanded)
+        };
+        let path = normalize(&absolute);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(Root { path, mode }),
+            Ok(_) => Err(format!("root `{}` is not a directory", path.display())),
+            Err(error) => Err(format!("root `{}` cannot be used: {error}", path.display())),
+        }
+    }
+}
+
+/// `path` with `.` removed and `..` applied lexically (never above `/`).
+/// Symlinks are not resolved: the sandbox, not this function, decides what a
+/// path can reach.
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push("/");
+    }
+    out
+}
+
+/// `~` and `~/...` expanded with `$HOME`; other paths unchanged.
+pub fn expand_tilde(path: &Path) -> PathBuf {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return path.to_owned();
+    };
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(rest),
+        None => path.to_owned(),
+    }
+}
 
 /// One directory a call may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +143,7 @@ impl EffectiveRoot {
 
 /// The effective roots of a call: `grants` narrowed by `client_roots` when
 /// the client declared them (`None`: it did not).
-pub fn effective_roots(grants: &[Grant], client_roots: Option<&[PathBuf]>) -> Vec<EffectiveRoot> {
+pub fn effective_roots(grants: &[Root], client_roots: Option<&[PathBuf]>) -> Vec<EffectiveRoot> {
     let Some(client_roots) = client_roots else {
         return grants
             .iter()
@@ -82,6 +183,49 @@ pub fn effective_roots(grants: &[Grant], client_roots: Option<&[PathBuf]>) -> Ve
         }
     }
     roots
+}
+
+/// Preopen each of `roots` in the call's WASI context, read-only ones
+/// read-only. A root that cannot be opened is left out (and logged): the
+/// call runs without it.
+pub fn apply(roots: &[EffectiveRoot], wasi: &mut WasiCtxBuilder) {
+    for root in roots {
+        if let Err(error) = preopen(wasi, root) {
+            tracing::warn!(root = %root.path.display(), %error, "cannot open root; the call runs without it");
+        }
+    }
+}
+
+/// Preopen `root` at its own absolute path. A root narrower than its grant
+/// is opened beneath the grant (no `..`, no symlink out) and handed to
+/// wasmtime as `/proc/self/fd/N`, which names the opened directory itself,
+/// so nothing can be swapped between the check and the open.
+fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result<()> {
+    use std::os::fd::AsRawFd as _;
+
+    let guest_path = root
+        .path
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the path is not UTF-8"))?;
+    let perms = match root.mode {
+        Mode::ReadOnly => FsPerms::ReadOnly,
+        Mode::ReadWrite => FsPerms::ReadWrite,
+    };
+    let relative = root.relative();
+    if relative.as_os_str().is_empty() {
+        builder.preopened_dir(&root.grant, guest_path, perms)?;
+        return Ok(());
+    }
+    let grant =
+        cap_primitives::fs::open_ambient_dir(&root.grant, cap_primitives::ambient_authority())?;
+    let dir = cap_primitives::fs::open_dir(&grant, relative)?;
+    builder.preopened_dir(
+        format!("/proc/self/fd/{}", dir.as_raw_fd()),
+        guest_path,
+        perms,
+    )?;
+    // `dir` closes here; wasmtime holds its own descriptor of the directory.
+    Ok(())
 }
 
 /// The path of a `file://` URI (percent-decoded, lexically normalised), or
@@ -124,8 +268,8 @@ fn percent_decode(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn grant(path: &str, mode: Mode) -> Grant {
-        Grant {
+    fn grant(path: &str, mode: Mode) -> Root {
+        Root {
             path: PathBuf::from(path),
             mode,
         }

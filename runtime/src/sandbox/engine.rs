@@ -1,0 +1,235 @@
+//! The engine, its instance pool, the epoch ticker and the compile cache.
+//!
+//! Invariants:
+//! - Pool totals are per-slot maxima times the slots, so no number of
+//!   calls of one tool can exhaust what another tool's call needs.
+//! - A cache entry is named by the component's digest and the engine's
+//!   compatibility key, written atomically into a folder only the operator
+//!   can write: a stale or foreign artefact is never loaded as native code.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::contract::ToolComponent;
+use super::store::HostState;
+use super::{
+    EPOCH_TICK, LoadError, MAX_CORE_INSTANCES_PER_CALL, MAX_MEMORIES_PER_CALL, MAX_TABLES_PER_CALL,
+    SandboxSettings, files,
+};
+use crate::config::MAX_MEMORY_MIB;
+
+/// How much of each pooled memory and table slot stays mapped between
+/// instances; see [`build`].
+const RESIDENT_BYTES: usize = 2 * 1024 * 1024;
+
+/// Instances beyond the call limit kept for loading (`describe`) while calls
+/// run; loads take one of these each (`Sandbox::load_permits`), so a
+/// folder of many files never eats into the calls' share of the pool.
+pub(super) const LOAD_SLOTS: u32 = 16;
+
+/// The engine, its linker, and the key of everything that makes a compiled
+/// artefact valid besides its input (the engine's settings and this build
+/// of toolcage).
+pub(super) struct Built {
+    pub engine: Engine,
+    pub linker: Linker<HostState>,
+    pub key: String,
+}
+
+/// Build the engine and linker and start the epoch ticker.
+pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
+    let mut config = wasmtime::Config::new();
+    config.consume_fuel(settings.fuel_metering);
+    config.epoch_interruption(true);
+    // Guest stack (512 KiB) well inside the fiber stack (2 MiB) so a deep
+    // recursion is a clean stack-overflow trap, not a host crash.
+    config.max_wasm_stack(512 * 1024);
+    config.async_stack_size(2 * 1024 * 1024);
+
+    let slots = settings.max_concurrent_calls + LOAD_SLOTS;
+    let mut pool = PoolingAllocationConfig::default();
+    // Every slot can hold the largest instance a call may create, so the
+    // totals are consistent with the per-instance maxima: no number of
+    // calls of one tool can exhaust what another tool's call needs.
+    pool.total_component_instances(slots);
+    pool.max_core_instances_per_component(MAX_CORE_INSTANCES_PER_CALL);
+    pool.max_memories_per_component(MAX_MEMORIES_PER_CALL);
+    pool.max_tables_per_component(MAX_TABLES_PER_CALL);
+    pool.total_core_instances(slots * MAX_CORE_INSTANCES_PER_CALL);
+    pool.total_memories(slots * MAX_MEMORIES_PER_CALL);
+    pool.total_tables(slots * MAX_TABLES_PER_CALL);
+    pool.total_stacks(slots);
+    pool.max_memory_size(usize::try_from(MAX_MEMORY_MIB * 1024 * 1024)?);
+    // Keep the first pages of each memory and table slot mapped between
+    // instances instead of returning them to the kernel: a fresh
+    // instance per call would otherwise fault its working set back in
+    // every time (a profile showed page faults and TLB flushes as a
+    // visible share of a small call). The rest is still reset with
+    // madvise, so a slot never holds more than this much between calls.
+    pool.linear_memory_keep_resident(RESIDENT_BYTES);
+    pool.table_keep_resident(RESIDENT_BYTES);
+    // With PAGEMAP_SCAN (Linux 6.7+), resetting a slot rewrites only the
+    // pages the instance dirtied, not all of the resident bytes: a call
+    // that touched 300 KiB costs 300 KiB of memset, not 2 MiB. Older
+    // kernels fall back to the plain reset.
+    pool.pagemap_scan(wasmtime::Enabled::Auto);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+    let engine = Engine::new(&config)?;
+    let key = {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish())
+    };
+
+    let mut linker = Linker::<HostState>::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // `open-at` that never blocks on a special file (see `files`).
+    files::add_to_linker(&mut linker)?;
+    // Every tool may import `wasi:http`; what it can reach is decided
+    // per request by its grant (`net::NetGate`), so a tool without a
+    // grant still loads and gets a clear refusal.
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    ToolComponent::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| state)?;
+
+    spawn_epoch_ticker(&engine);
+    Ok(Built {
+        engine,
+        linker,
+        key,
+    })
+}
+
+/// Compile `bytes` (whose SHA-256 is `digest`), from the cache in
+/// `cache_dir` when it holds them; the flag says whether it did. Blocking
+/// and CPU-heavy.
+pub(super) fn compile(
+    engine: &Engine,
+    engine_key: &str,
+    cache_dir: Option<&Path>,
+    bytes: &[u8],
+    digest: &str,
+) -> Result<(Component, bool), LoadError> {
+    check_component_header(bytes)?;
+    let cache_file: Option<PathBuf> =
+        cache_dir.map(|dir| dir.join(format!("{digest}-{engine_key}.cwasm")));
+    if let Some(path) = cache_file.as_ref().filter(|path| path.exists()) {
+        // SAFETY: the cache directory is the operator's (created by
+        // toolcage, mode 0700); its files are artefacts we serialised
+        // with this exact engine configuration (the key in the name).
+        // A truncated or foreign file fails to deserialise, and we
+        // fall back to compiling.
+        match unsafe { Component::deserialize_file(engine, path) } {
+            Ok(component) => return Ok((component, true)),
+            Err(error) => tracing::warn!(
+                file = %path.display(),
+                %error,
+                "discarding unreadable compile-cache entry"
+            ),
+        }
+    }
+
+    let component =
+        Component::new(engine, bytes).map_err(|error| LoadError::Compile(format!("{error:#}")))?;
+    if let Some(path) = &cache_file
+        && let Err(error) = write_cache(path, &component)
+    {
+        tracing::warn!(file = %path.display(), %error, "cannot write compile cache");
+    }
+    Ok((component, false))
+}
+
+/// The interfaces `component` imports, without versions, sorted and
+/// deduplicated.
+pub(super) fn imports(engine: &Engine, component: &Component) -> Vec<String> {
+    let mut imports: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| match name.split_once('@') {
+            Some((name, _version)) => name.to_owned(),
+            None => name.to_owned(),
+        })
+        .collect();
+    imports.sort();
+    imports.dedup();
+    imports
+}
+
+/// The wasm binary header: magic, then version and layer. Core modules are
+/// version 1 layer 0; components are version 0xd layer 1.
+fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
+    match bytes {
+        [0, b'a', b's', b'm', 0x0d, 0, 1, 0, ..] => Ok(()),
+        [0, b'a', b's', b'm', 1, 0, 0, 0, ..] => Err(LoadError::NotAComponent(
+            "is a core WebAssembly module, not a component; build it for \
+             `wasm32-wasip2`, or wrap it with `wasm-tools component new`"
+                .into(),
+        )),
+        [0, b'a', b's', b'm', ..] => Err(LoadError::NotAComponent(
+            "is WebAssembly of an unsupported version or layer".into(),
+        )),
+        _ => Err(LoadError::NotAComponent(
+            "is not a WebAssembly component (no `\\0asm` header)".into(),
+        )),
+    }
+}
+
+/// Write a serialised component atomically: to a temporary file in the same
+/// folder, then rename, so a concurrent reader never sees half a file.
+fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+
+    use anyhow::Context as _;
+    let bytes = component.serialize()?;
+    let dir = path.parent().context("cache path has no folder")?;
+    if !dir.is_dir() {
+        // Private: a compiled artefact is trusted native code, so nobody else
+        // may plant one here.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating `{}`", dir.display()))?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to `{}`", path.display()))?;
+    Ok(())
+}
+
+/// Advance the engine's epoch every [`EPOCH_TICK`] until the engine is
+/// dropped.
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("toolcage-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(error) = spawned {
+        // Without the ticker, guests never yield; deadlines then only fire
+        // when a guest waits on the host. Loud, but not fatal.
+        tracing::error!(%error, "cannot start the epoch ticker thread");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_told_apart() {
+        assert!(check_component_header(b"\0asm\x0d\0\x01\0rest").is_ok());
+        let module = check_component_header(b"\0asm\x01\0\0\0").expect_err("module");
+        assert!(module.to_string().contains("core WebAssembly module"));
+        let garbage = check_component_header(b"hello").expect_err("garbage");
+        assert!(garbage.to_string().contains("not a WebAssembly component"));
+    }
+}

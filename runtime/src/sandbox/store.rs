@@ -1,0 +1,453 @@
+//! One store per call: the WASI context, the resource table, the limiter,
+//! the captured output, and the run under fuel, deadline and cancellation,
+//! with every way it can end named as a [`CallFailure`].
+//!
+//! Invariants:
+//! - A store is used for one run and dropped after it; nothing of a call
+//!   outlives it but its [`Run`]'s figures and captured output.
+//! - The model gets a cause, never a wasm backtrace: `classify` maps every
+//!   error to a failure that names the limit or the guest's own message.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::{
+    CAPTURE_BYTES, MAX_CORE_INSTANCES_PER_CALL, MAX_HTTP_FIELDS_BYTES, MAX_MEMORIES_PER_CALL,
+    MAX_RANDOM_BYTES, MAX_RESOURCES, MAX_TABLES_PER_CALL,
+};
+use crate::call::{CallFailure, CapturedOutput, EventSink, PendingInput};
+use crate::config::Limits;
+use crate::grants::CallGrants;
+use crate::grants::network::NetRecord;
+use crate::redact::Scrub;
+
+/// What one transfer from the guest to the host may carry beyond the
+/// result-size limit: the host-side representation of the result's list
+/// items (wasmtime counts each lifted list element at its host size).
+const TRANSFER_SLACK: u64 = 64 * 1024;
+
+/// Per-store state: WASI, the resource table, the limiter and where guest
+/// events go.
+pub struct HostState {
+    wasi: WasiCtx,
+    pub(super) table: ResourceTable,
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    /// What the call may reach beyond WASI's context: the network gate,
+    /// the client services, the secrets to scrub.
+    pub(super) grants: CallGrants,
+    limiter: CallLimiter,
+    pub(super) events: Option<EventSink>,
+    pub(super) log_messages: u32,
+    pub(super) progress_events: u32,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for HostState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.grants.network,
+        }
+    }
+}
+
+/// One call in progress: the store and what is read back from it.
+pub(super) struct Run {
+    store: Option<Store<HostState>>,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    pub fuel_used: u64,
+    pub peak_memory: u64,
+    /// Whether the engine meters fuel (`SandboxSettings::fuel_metering`).
+    metered: bool,
+    /// What the guest did on the network.
+    pub net: NetRecord,
+}
+
+impl Run {
+    /// A fresh store for one run under `limits`, reaching only what
+    /// `grants` give, with guest events going to `events`.
+    pub fn start(
+        engine: &Engine,
+        metered: bool,
+        limits: &Limits,
+        grants: CallGrants,
+        events: Option<EventSink>,
+    ) -> Run {
+        let stdout = Capture::new();
+        let stderr = Capture::new();
+        // Deny by default: no args, no sockets, no name lookup, stdin
+        // closed; only what the grants add (files under the effective
+        // roots, the granted environment; HTTP goes through the grant's
+        // gate). Clocks and random numbers are on (WasiCtxBuilder's
+        // default).
+        let mut builder = WasiCtxBuilder::new();
+        builder
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .max_random_size(MAX_RANDOM_BYTES);
+        // File operations run inline on the runtime thread instead of hopping
+        // to the blocking pool for each one: a `read_text_file` makes a dozen
+        // of them, and the hops cost more than local disk I/O does. The
+        // epoch ticker still bounds everything between host calls, and
+        // `files` keeps special files from blocking an open.
+        builder.allow_blocking_current_thread(true);
+        builder.stdout(stdout.clone()).stderr(stderr.clone());
+        grants.apply(&mut builder);
+        let wasi = builder.build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
+        http.set_field_size_limit(MAX_HTTP_FIELDS_BYTES);
+        let state = HostState {
+            wasi,
+            table,
+            http,
+            grants,
+            limiter: CallLimiter {
+                memory_limit: limits.memory_bytes,
+                memory_used: 0,
+                memory_denied: false,
+            },
+            events,
+            log_messages: 0,
+            progress_events: 0,
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|state| &mut state.limiter);
+        // One transfer from the guest (a lifted argument of a host call, or
+        // the call's result) may not exceed the result-size limit: wasmtime
+        // counts the bytes before it allocates them, so a guest cannot make
+        // the host copy one buffer a million times through an aliased list.
+        let transfer = limits.max_result_bytes.saturating_add(TRANSFER_SLACK);
+        store.set_hostcall_fuel(usize::try_from(transfer).unwrap_or(usize::MAX));
+        store.set_max_component_handles(MAX_RESOURCES);
+        Run {
+            store: Some(store),
+            stdout,
+            stderr,
+            fuel_used: 0,
+            peak_memory: 0,
+            metered,
+            net: NetRecord::default(),
+        }
+    }
+
+    /// Log what the guest wrote to stdout and stderr (debug level).
+    pub fn log_output(&self) {
+        for (stream, capture) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let bytes = capture.peek();
+            if !bytes.is_empty() {
+                tracing::debug!(stream, output = %String::from_utf8_lossy(&bytes).trim_end(), "guest output");
+            }
+        }
+    }
+
+    /// Run `body` on the store under the limits, mapping every way it can
+    /// fail to a [`CallFailure`].
+    pub async fn run<R>(
+        &mut self,
+        limits: &Limits,
+        cancel: &CancellationToken,
+        body: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallFailure> {
+        let Some(mut store) = self.store.take() else {
+            return Err(CallFailure::Trap("store already used".into()));
+        };
+        if self.metered
+            && let Err(error) = store.set_fuel(limits.fuel)
+        {
+            return Err(CallFailure::Trap(format!("cannot set fuel: {error}")));
+        }
+        // Yield to the executor at every epoch tick, so the select! below
+        // regains control even from a guest spinning in a tight loop.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|_| Ok(wasmtime::UpdateDeadline::Yield(1)));
+
+        let deadline = Duration::from_millis(limits.deadline_ms);
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(CallFailure::Cancelled),
+            () = tokio::time::sleep(deadline) => Err(CallFailure::Deadline { limit_ms: limits.deadline_ms }),
+            result = body(&mut store) => result.map_err(|error| self.classify(error, &store, limits)),
+        };
+        if self.metered {
+            self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        }
+        self.peak_memory = store.data().limiter.memory_used;
+        self.net = store.data().grants.network.record();
+        result
+    }
+
+    fn classify(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<HostState>,
+        limits: &Limits,
+    ) -> CallFailure {
+        if let Some(pending) = error.downcast_ref::<PendingInput>() {
+            return CallFailure::InputRequired(pending.clone());
+        }
+        let full = format!("{error:?}");
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // The error can carry what the guest handed the host.
+            let scrub = Scrub::new(store.data().grants.secrets.iter().map(String::as_str));
+            tracing::debug!(error = %scrub.text(&full, 64 * 1024), "guest trapped");
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => {
+                return CallFailure::Fuel { limit: limits.fuel };
+            }
+            Some(Trap::StackOverflow) => return CallFailure::StackOverflow,
+            // Rust and C keep most of their stack in linear memory, growing
+            // down from a fixed size; overflowing it wraps the stack pointer
+            // below zero, and the first store faults near the top of the
+            // 32-bit space.
+            Some(Trap::MemoryOutOfBounds) if full.contains("wasm address 0xffff") => {
+                return CallFailure::StackOverflow;
+            }
+            _ => {}
+        }
+        // A refused memory growth the tool handled does not explain a later
+        // panic; the panic message does (and says the limit was hit).
+        let memory_denied = store.data().limiter.memory_denied;
+        if let Some(message) = panic_message(&self.stderr.peek()) {
+            return CallFailure::Panic(if memory_denied {
+                format!(
+                    "{message} (after its memory limit of {} MiB refused to grow)",
+                    limits.memory_bytes / (1024 * 1024)
+                )
+            } else {
+                message
+            });
+        }
+        if memory_denied {
+            return CallFailure::Memory {
+                limit_bytes: limits.memory_bytes,
+            };
+        }
+        if let Some(failure) = host_limit(&error, limits) {
+            return failure;
+        }
+        // The model gets the cause, never the wasm backtrace (that stays in
+        // the debug log): the trap itself, or the innermost error.
+        match error.downcast_ref::<Trap>() {
+            Some(trap) => CallFailure::Trap(trap.to_string()),
+            None => CallFailure::Trap(error.root_cause().to_string()),
+        }
+    }
+}
+
+/// The limit of the host's own a failure names, if it is one of them:
+/// wasmtime's cap on one transfer from the guest (set from the result-size
+/// limit), the resource table, the random-bytes cap.
+fn host_limit(error: &wasmtime::Error, limits: &Limits) -> Option<CallFailure> {
+    let root = error.root_cause();
+    if let Some(wasmtime::component::ResourceTableError::Full) =
+        root.downcast_ref::<wasmtime::component::ResourceTableError>()
+    {
+        return Some(CallFailure::Resources {
+            limit: MAX_RESOURCES,
+        });
+    }
+    let text = root.to_string();
+    // wasmtime's `HostcallFuelExhausted` is private; its text is stable.
+    if text.starts_with("too much data is being copied between the host and the guest") {
+        // Lifting a host call's arguments happens inside wasm, which leaves
+        // a wasm backtrace on the error; lifting the call's result does not.
+        return Some(
+            if error.downcast_ref::<wasmtime::WasmBacktrace>().is_some() {
+                CallFailure::Transfer {
+                    limit: limits.max_result_bytes,
+                }
+            } else {
+                CallFailure::ResultTooLarge {
+                    size: None,
+                    limit: limits.max_result_bytes,
+                }
+            },
+        );
+    }
+    if text.starts_with("total size of fields exceeds limit") {
+        return Some(CallFailure::HttpFields {
+            limit: MAX_HTTP_FIELDS_BYTES,
+        });
+    }
+    if text.starts_with("requested len") && text.contains("exceeds limit") {
+        return Some(CallFailure::Random {
+            limit: MAX_RANDOM_BYTES,
+        });
+    }
+    None
+}
+
+/// The Rust standard library's panic hook prints
+/// `thread '<name>' panicked at <file>:<line>:<col>:\n<message>` to stderr;
+/// take the message (and where) from the last such report.
+pub(super) fn panic_message(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let start = text.rfind("panicked at ")?;
+    let report = &text[start + "panicked at ".len()..];
+    let (location, rest) = report.split_once(":\n")?;
+    let message: Vec<&str> = rest
+        .lines()
+        .take_while(|line| !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    Some(format!("{} (at {location})", message.join("\n").trim()))
+}
+
+/// Caps the total linear memory of one call and records the peak. Growth
+/// past the cap is refused (the guest sees `memory.grow` fail, which Rust
+/// turns into an allocation-failure abort); `memory_denied` lets the host
+/// name the limit instead of reporting a bare trap.
+struct CallLimiter {
+    memory_limit: u64,
+    memory_used: u64,
+    memory_denied: bool,
+}
+
+impl wasmtime::ResourceLimiter for CallLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let grow = (desired as u64).saturating_sub(current as u64);
+        let total = self.memory_used.saturating_add(grow);
+        if total > self.memory_limit {
+            self.memory_denied = true;
+            return Ok(false);
+        }
+        self.memory_used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Function tables in real tools hold a few thousand entries.
+        Ok(desired <= 1_000_000)
+    }
+
+    // The pool already refuses a component that needs more than its slot;
+    // these say the same for instances a guest creates at run time.
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES_PER_CALL as usize
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES_PER_CALL as usize
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES_PER_CALL as usize
+    }
+}
+
+/// Bounded, shared capture of one guest output stream. Past
+/// [`CAPTURE_BYTES`] the bytes are dropped but reported as written, so a
+/// chatty guest neither fails nor fills the host's memory.
+#[derive(Clone)]
+pub(super) struct Capture(Arc<std::sync::Mutex<CaptureBuf>>);
+
+#[derive(Default)]
+struct CaptureBuf {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+impl Capture {
+    fn new() -> Self {
+        Capture(Arc::new(std::sync::Mutex::new(CaptureBuf::default())))
+    }
+
+    fn peek(&self) -> Vec<u8> {
+        self.0.lock().map(|b| b.bytes.clone()).unwrap_or_default()
+    }
+
+    pub fn take(&self) -> CapturedOutput {
+        match self.0.lock() {
+            Ok(mut buf) => CapturedOutput {
+                bytes: std::mem::take(&mut buf.bytes),
+                dropped: buf.dropped,
+            },
+            Err(_) => CapturedOutput::default(),
+        }
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for Capture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for Capture {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if let Ok(mut buf) = self.0.lock() {
+            let room = CAPTURE_BYTES.saturating_sub(buf.bytes.len());
+            let keep = room.min(data.len());
+            buf.bytes.extend_from_slice(&data[..keep]);
+            buf.dropped += (data.len() - keep) as u64;
+        }
+        std::task::Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_are_extracted() {
+        let stderr = b"\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: 42\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(
+            panic_message(stderr).as_deref(),
+            Some("boom: 42 (at src/lib.rs:10:5)")
+        );
+        assert_eq!(panic_message(b"nothing here"), None);
+    }
+}
