@@ -350,7 +350,9 @@ impl Dispatcher {
             )));
         };
 
-        // Run.
+        // Run. (The debug line says a call got its permits and starts: what
+        // a test or an operator waits for to know a call is in flight.)
+        tracing::debug!(tool = %name, "call running");
         let grants = policy.grants.prepare(grants::CallContext {
             tool: name,
             client_roots,

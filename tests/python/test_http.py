@@ -196,6 +196,11 @@ def test_a_thousand_requests_from_64_connections(server):
     assert _rss_kib(server.proc.pid) < rss_before + 200 * 1024
 
 
+def _running(server) -> str:
+    """The server's "call running" log lines."""
+    return "\n".join(line for line in server.setup.stderr().splitlines() if "call running" in line)
+
+
 def _rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -212,7 +217,11 @@ def test_sigterm_finishes_calls_in_flight_then_exits(server):
 
     thread = threading.Thread(target=slow_call)
     thread.start()
-    time.sleep(0.5)
+    # The signal must find the call running: wait for the server to say so.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and 'tool=slow' not in _running(server):
+        time.sleep(0.05)
+    assert "tool=slow" in _running(server), server.setup.stderr()[-2000:]
     code = server.stop(signal.SIGTERM)
     thread.join()
     assert code == 0
