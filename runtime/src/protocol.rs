@@ -1000,3 +1000,172 @@ fn from_mcp_level(level: LoggingLevel) -> LogLevel {
         LoggingLevel::Emergency => LogLevel::Emergency,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The mapping to the wire, case by case: what toolcage hands rmcp and
+    //! the JSON MCP clients then read.
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::call::Annotations;
+
+    /// `value` as sent equals `expect`.
+    fn check(value: impl serde::Serialize, expect: Value) {
+        let got = serde_json::to_value(value).expect("serialises");
+        assert_eq!(got, expect, "\n got: {got:#}\nwant: {expect:#}");
+    }
+
+    fn output(content: Vec<Content>, structured: Option<Value>, is_error: bool) -> CallOutput {
+        CallOutput {
+            content,
+            structured,
+            is_error,
+            input_required: None,
+        }
+    }
+
+    #[test]
+    fn results() {
+        let cases = [
+            (
+                output(vec![Content::Text("hi".into())], None, false),
+                json!({"content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"}),
+            ),
+            (
+                CallOutput::error("tool `x` ran out of fuel (limit 5)"),
+                json!({
+                    "content": [{"type": "text", "text": "tool `x` ran out of fuel (limit 5)"}],
+                    "isError": true,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![Content::Text("{\"n\":1}".into())],
+                    Some(json!({"n": 1})),
+                    false,
+                ),
+                json!({
+                    "content": [{"type": "text", "text": "{\"n\":1}"}],
+                    "structuredContent": {"n": 1},
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![
+                        Content::Image {
+                            data: vec![0, 1, 2],
+                            mime_type: "image/png".into(),
+                        },
+                        Content::Audio {
+                            data: b"RIFF".to_vec(),
+                            mime_type: "audio/wav".into(),
+                        },
+                    ],
+                    None,
+                    false,
+                ),
+                json!({
+                    "content": [
+                        {"type": "image", "data": "AAEC", "mimeType": "image/png"},
+                        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
+                    ],
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![
+                        Content::Resource {
+                            uri: "file:///a.txt".into(),
+                            mime_type: Some("text/plain".into()),
+                            body: ResourceBody::Text("a".into()),
+                        },
+                        Content::Resource {
+                            uri: "mem://b".into(),
+                            mime_type: None,
+                            body: ResourceBody::Blob(vec![255]),
+                        },
+                    ],
+                    None,
+                    false,
+                ),
+                json!({
+                    "content": [
+                        {"type": "resource", "resource":
+                            {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "a"}},
+                        {"type": "resource", "resource": {"uri": "mem://b", "blob": "/w=="}}
+                    ],
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+        ];
+        for (output, expect) in cases {
+            check(to_mcp_result(output), expect);
+        }
+    }
+
+    #[test]
+    fn tools() {
+        let schema = |v: Value| match v {
+            Value::Object(map) => Arc::new(map),
+            _ => unreachable!("an object"),
+        };
+        let plain = ToolDescriptor {
+            name: "t".into(),
+            title: None,
+            description: "Does t.".into(),
+            input_schema: schema(json!({"type": "object"})),
+            output_schema: None,
+            annotations: Annotations::default(),
+        };
+        check(
+            to_mcp_tool(&plain),
+            json!({
+                "name": "t",
+                "description": "Does t.",
+                "inputSchema": {"type": "object"},
+                "annotations": {
+                    "readOnlyHint": false,
+                    "destructiveHint": false,
+                    "idempotentHint": false,
+                    "openWorldHint": false
+                }
+            }),
+        );
+        let full = ToolDescriptor {
+            title: Some("Tee".into()),
+            output_schema: Some(schema(json!({"type": "object", "properties": {}}))),
+            annotations: Annotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+            ..plain
+        };
+        check(
+            to_mcp_tool(&full),
+            json!({
+                "name": "t",
+                "title": "Tee",
+                "description": "Does t.",
+                "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object", "properties": {}},
+                "annotations": {
+                    "title": "Tee",
+                    "readOnlyHint": true,
+                    "destructiveHint": false,
+                    "idempotentHint": true,
+                    "openWorldHint": true
+                }
+            }),
+        );
+    }
+}
