@@ -1,0 +1,634 @@
+//! The operator's configuration: where the tools are, and what each tool may
+//! consume.
+//!
+//! Parsing happens in two steps, as in ripgrep: the TOML file is read into
+//! `Raw*` structs that mirror the file (serde, `deny_unknown_fields`), then
+//! validated and converted into [`Config`], the type the rest of the program
+//! runs on. Every error names the file, the key and the offending value.
+//!
+//! Policy belongs to the operator: nothing a tool component says can widen
+//! what this file grants.
+
+mod raw;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::grants::Grants;
+use crate::grants::env::{EnvGrant, EnvVar};
+pub use crate::grants::files::{Mode, Root, expand_tilde, normalize};
+use crate::grants::network::{HostPattern, NetGrant, NetLimits};
+use crate::grants::services::ServicesGrant;
+
+/// Default fuel per call. Fuel counts roughly one unit per WebAssembly
+/// instruction; ten billion is several seconds of pure compute, far beyond
+/// what a tool that answers a model should need, yet it stops a runaway loop.
+pub const DEFAULT_FUEL: u64 = 10_000_000_000;
+/// Default wall-clock deadline per call: 30 s, a common client-side timeout
+/// for a tool call.
+pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+/// Default cap on a call's linear memory: 128 MiB is ample for text tools and
+/// keeps 64 concurrent calls within a few GiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 128;
+/// Default cap on a result's size (content plus structured output): 16 MiB,
+/// more than any model context can use.
+pub const DEFAULT_MAX_RESULT_KIB: u64 = 16 * 1024;
+/// Default number of calls of one tool that may run at once; more wait.
+pub const DEFAULT_MAX_CONCURRENT: u32 = 8;
+/// Default number of calls, across all tools, that may run at once; more
+/// wait. It also sizes the instance pool.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
+
+/// The largest memory cap a tool can be given: the 32-bit address space.
+pub const MAX_MEMORY_MIB: u64 = 4096;
+/// Argument keys the journal redacts unless the config says otherwise
+/// (compared case-insensitively, at any depth).
+pub const DEFAULT_REDACT: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "cookie",
+    "private_key",
+];
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+    /// The folder of tool components, if the file sets one (relative paths
+    /// already resolved against the file's folder).
+    pub tools_dir: Option<PathBuf>,
+    /// Where compiled components are cached, if the file sets one.
+    pub cache_dir: Option<PathBuf>,
+    /// Server-wide settings.
+    pub server: ServerSettings,
+    /// Streamable HTTP settings (used with `serve --http`).
+    pub http: HttpConfig,
+    /// Limits of the stdio transport (used with `serve`).
+    pub stdio: crate::transport::stdio::StdioLimits,
+    /// Policy for tools without an override.
+    pub defaults: Policy,
+    /// Per-tool overrides, by tool name, already merged over `defaults`.
+    pub tools: BTreeMap<String, Policy>,
+    /// The call journal, if the file asks for one.
+    pub journal: Option<JournalConfig>,
+}
+
+/// Where and how the call journal is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// The file (rotated to `FILE.1`, `FILE.2`, ...).
+    pub path: PathBuf,
+    /// Rotate when the file would grow past this many bytes.
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    pub keep: u32,
+    /// How arguments are recorded (tools may override).
+    pub arguments: ArgumentsMode,
+    /// Argument keys whose values are replaced by `"[redacted]"`
+    /// (lowercase).
+    pub redact: Vec<String>,
+}
+
+/// How the journal records a call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgumentsMode {
+    /// The arguments, with redacted keys and secret values replaced.
+    Full,
+    /// Only the SHA-256 of the arguments (enough to match a known call).
+    Digest,
+    /// Nothing.
+    None,
+}
+
+impl ArgumentsMode {
+    fn parse(text: &str) -> Option<ArgumentsMode> {
+        match text {
+            "full" => Some(ArgumentsMode::Full),
+            "digest" => Some(ArgumentsMode::Digest),
+            "none" => Some(ArgumentsMode::None),
+            _ => None,
+        }
+    }
+}
+
+/// Settings of the Streamable HTTP transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Extra accepted `Host` values (loopback names are always accepted).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` values; requests with any other `Origin` get 403.
+    pub allowed_origins: Vec<String>,
+    /// The bearer token, read from `token_file` or `token_env`.
+    pub token: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Requests in progress at once.
+    pub max_concurrent_requests: usize,
+    /// How long shutdown waits for requests in flight, in milliseconds.
+    pub shutdown_grace_ms: u64,
+    /// How long a connection may take to send a request's head, and stay
+    /// idle between requests, in milliseconds; then it is closed.
+    pub idle_timeout_ms: u64,
+    /// How long a client may take to send a request's body, in
+    /// milliseconds (408 past it).
+    pub body_timeout_ms: u64,
+    /// Connections open at once; past it, new ones get a 503 and are closed.
+    pub max_connections: usize,
+    /// Sessions of initialize-era clients (2025-06-18, 2025-11-25) at once;
+    /// past it, a new `initialize` gets a 503 until one ends (idle sessions
+    /// end after 5 minutes, or by `DELETE`).
+    pub max_sessions: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            token: None,
+            // 4 MiB: tool arguments are small; a bigger body is a mistake
+            // or an attack.
+            max_body_bytes: 4 * 1024 * 1024,
+            max_concurrent_requests: 256,
+            shutdown_grace_ms: 10_000,
+            idle_timeout_ms: 30_000,
+            body_timeout_ms: 30_000,
+            max_connections: 1024,
+            max_sessions: 1024,
+        }
+    }
+}
+
+/// What one tool may reach and consume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Per-call limits.
+    pub limits: Limits,
+    /// What it may reach: directories, hosts, variables, client services.
+    pub grants: Grants,
+    /// Ask the user before each call: `Some` when the config says so,
+    /// `None` to follow the tool's annotations (on for destructive tools).
+    pub confirm: Option<bool>,
+    /// The SHA-256 (lowercase hex) the providing component must have.
+    pub pin: Option<String>,
+    /// How the journal records this tool's arguments, if not the default.
+    pub journal_arguments: Option<ArgumentsMode>,
+    /// The file that alone may provide this tool (`file = "x.wasm"`): a
+    /// name as it appears in the tools folder, or an absolute path.
+    pub file: Option<PathBuf>,
+}
+
+impl Policy {
+    /// The values of the secrets among this policy's variables.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.grants.secrets()
+    }
+}
+
+/// Server-wide settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Calls that may run at once across all tools.
+    pub max_concurrent_calls: u32,
+    /// The most a file's `describe` (and its lists of resources, templates
+    /// and prompts) may hand the host, in bytes.
+    pub max_describe_bytes: u64,
+    /// Request text the server holds at once across all clients and
+    /// transports, in bytes: a request holds its size from when it is read
+    /// until it is answered.
+    pub max_pending_request_bytes: u64,
+}
+
+/// Default request budget: 64 MiB of request text in flight.
+pub const DEFAULT_MAX_PENDING_REQUEST_MIB: u64 = 64;
+
+/// Default cap on what one file's `describe` may return: 4 MiB, hundreds of
+/// tools with long descriptions and schemas.
+pub const DEFAULT_MAX_DESCRIBE_KIB: u64 = 4 * 1024;
+
+/// What one call of a tool may consume. Every field is always set: limits
+/// are always on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel (roughly, WebAssembly instructions) per call.
+    pub fuel: u64,
+    /// Wall-clock deadline per call, in milliseconds.
+    pub deadline_ms: u64,
+    /// Linear memory cap per call, in bytes (the sum over all memories).
+    pub memory_bytes: u64,
+    /// Result size cap, in bytes.
+    pub max_result_bytes: u64,
+    /// Calls of this tool that may run at once.
+    pub max_concurrent: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: DEFAULT_FUEL,
+            deadline_ms: DEFAULT_DEADLINE_MS,
+            memory_bytes: DEFAULT_MEMORY_MIB * 1024 * 1024,
+            max_result_bytes: DEFAULT_MAX_RESULT_KIB * 1024,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            source: None,
+            tools_dir: None,
+            cache_dir: None,
+            server: ServerSettings {
+                max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+                max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
+                max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
+            },
+            stdio: crate::transport::stdio::StdioLimits::default(),
+            http: HttpConfig::default(),
+            defaults: Policy::default(),
+            tools: BTreeMap::new(),
+            journal: None,
+        }
+    }
+}
+
+impl Config {
+    /// The policy of tool `name`.
+    pub fn policy_for(&self, name: &str) -> &Policy {
+        self.tools.get(name).unwrap_or(&self.defaults)
+    }
+
+    /// The limits that apply to tool `name`.
+    pub fn limits_for(&self, name: &str) -> Limits {
+        self.policy_for(name).limits
+    }
+
+    /// Grant `grant` to every tool (`serve --root`), in addition to what the
+    /// file grants.
+    pub fn grant_to_all(&mut self, grant: Root) {
+        for policy in std::iter::once(&mut self.defaults).chain(self.tools.values_mut()) {
+            if !policy.grants.files.contains(&grant) {
+                policy.grants.files.push(grant.clone());
+            }
+        }
+    }
+}
+
+/// A configuration error.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file `{}`: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or has an unknown key or a value of the
+    /// wrong type (the message, from the TOML parser, names it).
+    #[error("invalid config file `{}`: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value has the right type but is out of range.
+    #[error("invalid config file `{}`: `{key}` = {value} {reason}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key, e.g. `tools.spin.fuel`.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// What it must be.
+        reason: String,
+    },
+}
+
+/// A tool name as a TOML key: bare if it can be, quoted otherwise.
+pub fn toml_key(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("/etc/toolcage/config.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let config = parse("").expect("valid");
+        assert_eq!(config.defaults, Policy::default());
+        assert_eq!(config.limits_for("anything"), Limits::default());
+    }
+
+    #[test]
+    fn tool_overrides_merge_over_defaults() {
+        let config = parse(
+            "[defaults]\nfuel = 5000\nmemory_mib = 64\n\n[tools.spin]\nfuel = 10\n\n[tools.\"a.b\"]\ndeadline_ms = 5\n",
+        )
+        .expect("valid");
+        let spin = config.limits_for("spin");
+        assert_eq!(spin.fuel, 10);
+        assert_eq!(spin.memory_bytes, 64 * 1024 * 1024);
+        assert_eq!(config.limits_for("a.b").deadline_ms, 5);
+        assert_eq!(config.limits_for("other").fuel, 5000);
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_file() {
+        let config = parse("tools_dir = \"tools\"\ncache_dir = \"/var/cache/x\"").expect("valid");
+        assert_eq!(config.tools_dir, Some(PathBuf::from("/etc/toolcage/tools")));
+        assert_eq!(config.cache_dir, Some(PathBuf::from("/var/cache/x")));
+    }
+
+    #[test]
+    fn roots_are_checked_resolved_and_replaced_per_tool() {
+        let dir = std::env::temp_dir().join(format!("toolcage-config-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).expect("mkdir");
+        std::fs::write(dir.join("file"), "").expect("write");
+        let config_path = dir.join("config.toml");
+        let parse = |text: &str| Config::parse(text, &config_path).map_err(|e| e.to_string());
+
+        let config = parse(
+            "[defaults]\nroots = [{ path = \"data\" }, { path = \"./data/../data\", mode = \"rw\" }]\n\
+             [tools.writer]\nroots = [{ path = \"data\", mode = \"rw\" }]\n[tools.nothing]\nroots = []\n",
+        )
+        .expect("valid");
+        let data = dir.join("data");
+        assert_eq!(
+            config.defaults.grants.files,
+            [
+                Root {
+                    path: data.clone(),
+                    mode: Mode::ReadOnly
+                },
+                Root {
+                    path: data.clone(),
+                    mode: Mode::ReadWrite
+                },
+            ]
+        );
+        assert_eq!(
+            config.policy_for("writer").grants.files,
+            [Root {
+                path: data.clone(),
+                mode: Mode::ReadWrite
+            }]
+        );
+        assert!(config.policy_for("nothing").grants.files.is_empty());
+        assert_eq!(config.policy_for("other").grants.files.len(), 2);
+
+        for (text, needle) in [
+            (
+                "[defaults]\nroots = [{ path = \"missing\" }]",
+                "`defaults.roots[0].path`",
+            ),
+            (
+                "[defaults]\nroots = [{ path = \"file\" }]",
+                "is not a directory",
+            ),
+            (
+                "[tools.x]\nroots = [{ path = \"data\", mode = \"rwx\" }]",
+                "`tools.x.roots[0].mode` = \"rwx\"",
+            ),
+            (
+                "[defaults]\nroots = [{ path = \"data\", bogus = 1 }]",
+                "bogus",
+            ),
+        ] {
+            let error = parse(text).expect_err(text);
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn flag_grants_parse_their_mode() {
+        let tmp = std::env::temp_dir();
+        let grant = Root::parse_flag(&format!("{}:rw", tmp.display()), Path::new("/")).expect("ok");
+        assert_eq!(grant.mode, Mode::ReadWrite);
+        let grant = Root::parse_flag(&tmp.display().to_string(), Path::new("/")).expect("ok");
+        assert_eq!(grant.mode, Mode::ReadOnly);
+        assert!(Root::parse_flag("/no/such/dir:ro", Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn transport_limits_and_file_bindings_parse() {
+        let config = parse(
+            "[server]\nmax_describe_kib = 128\nmax_pending_request_mib = 8\n\
+             [stdio]\nmax_requests_in_flight = 16\nmax_pending_output_mib = 2\n\
+             [http]\nidle_timeout_ms = 1000\nbody_timeout_ms = 2000\nmax_connections = 10\nmax_sessions = 5\n\
+             [tools.read_text_file]\nfile = \"fs_tool.wasm\"\n[tools.x]\nfile = \"/opt/t/x.wasm\"\n",
+        )
+        .expect("valid");
+        assert_eq!(config.server.max_describe_bytes, 128 * 1024);
+        assert_eq!(config.server.max_pending_request_bytes, 8 * 1024 * 1024);
+        assert_eq!(config.stdio.max_requests_in_flight, 16);
+        assert_eq!(config.stdio.max_pending_output, 2 * 1024 * 1024);
+        assert_eq!(
+            (config.http.idle_timeout_ms, config.http.body_timeout_ms),
+            (1000, 2000)
+        );
+        assert_eq!(
+            (config.http.max_connections, config.http.max_sessions),
+            (10, 5)
+        );
+        assert_eq!(
+            config.policy_for("read_text_file").file.as_deref(),
+            Some(Path::new("fs_tool.wasm"))
+        );
+        assert_eq!(
+            config.policy_for("x").file.as_deref(),
+            Some(Path::new("/opt/t/x.wasm"))
+        );
+        assert_eq!(config.defaults.file, None);
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Path::new("/a/./b/../c/")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_the_value() {
+        let cases = [
+            (
+                "[defaults]\nfuell = 1",
+                &["/etc/toolcage/config.toml", "fuell"][..],
+            ),
+            (
+                "[tools.spin]\nfuel = 0",
+                &["`tools.spin.fuel` = 0", "at least 1"],
+            ),
+            (
+                "[tools.\"a b\"]\nmemory_mib = 9999",
+                &["`tools.\"a b\".memory_mib` = 9999"],
+            ),
+            ("[defaults]\nfuel = \"lots\"", &["fuel", "lots"]),
+            ("[defaults]\nfuel = -1", &["fuel"]),
+            (
+                "[server]\nmax_concurrent_calls = 0",
+                &["`server.max_concurrent_calls` = 0"],
+            ),
+            ("bogus = 1", &["bogus"]),
+            (
+                "[server]\nmax_describe_kib = 1",
+                &["`server.max_describe_kib` = 1", "between 64"],
+            ),
+            (
+                "[server]\nmax_pending_request_mib = 0",
+                &["`server.max_pending_request_mib` = 0"],
+            ),
+            (
+                "[stdio]\nmax_requests_in_flight = 0",
+                &["`stdio.max_requests_in_flight` = 0"],
+            ),
+            (
+                "[stdio]\nmax_pending_output_mib = 9999",
+                &["`stdio.max_pending_output_mib`"],
+            ),
+            (
+                "[http]\nidle_timeout_ms = 5",
+                &["`http.idle_timeout_ms` = 5"],
+            ),
+            ("[http]\nmax_sessions = 0", &["`http.max_sessions` = 0"]),
+            (
+                "[http]\nmax_connections = 0",
+                &["`http.max_connections` = 0"],
+            ),
+            (
+                "[defaults]\nfile = \"x.wasm\"",
+                &["`defaults.file`", "[tools.NAME]"],
+            ),
+            (
+                "[tools.t]\nfile = \"a/b.wasm\"",
+                &["`tools.t.file`", "file name"],
+            ),
+        ];
+        for (text, needles) in cases {
+            let error = parse(text).expect_err(text);
+            for needle in needles {
+                assert!(
+                    error.contains(needle),
+                    "{text:?}: {error:?} lacks {needle:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn network_env_confirm_pin_and_journal_parse() {
+        let dir = std::env::temp_dir().join(format!("toolcage-config-ext-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("key"), "s3cret\n").expect("write");
+        let config_path = dir.join("config.toml");
+        let parse = |text: &str| Config::parse(text, &config_path).map_err(|e| e.to_string());
+        // SAFETY: tests in this module do not read this variable concurrently.
+        unsafe { std::env::set_var("TOOLCAGE_CONFIG_TEST_VAR", "from-env") };
+        let config = parse(
+            "[defaults]\nconfirm = true\n[defaults.env]\nA = \"1\"\n\
+             [tools.w]\nnetwork = [\"api.example.com\", \"*.example.org:8443\"]\n\
+             http_max_response_kib = 64\nconfirm = false\npin = \"sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"\n\
+             journal_arguments = \"digest\"\n\
+             [tools.w.env]\nB = { from_env = \"TOOLCAGE_CONFIG_TEST_VAR\" }\nC = { file = \"key\" }\n\
+             D = { from_env = \"TOOLCAGE_CONFIG_TEST_UNSET\" }\n\
+             [journal]\npath = \"j/journal.jsonl\"\nkeep = 2\nredact = [\"Pin\"]\n",
+        )
+        .expect("valid");
+        let w = config.policy_for("w");
+        assert_eq!(
+            w.grants
+                .network
+                .hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["api.example.com", "*.example.org:8443"]
+        );
+        assert_eq!(w.grants.network.limits.response_bytes, 64 * 1024);
+        assert_eq!(w.confirm, Some(false));
+        assert_eq!(config.policy_for("other").confirm, Some(true));
+        assert!(config.policy_for("other").grants.network.hosts.is_empty());
+        assert_eq!(
+            w.pin.as_deref(),
+            Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789")
+        );
+        assert_eq!(w.journal_arguments, Some(ArgumentsMode::Digest));
+        let env: Vec<(&str, &str, bool)> = w
+            .grants
+            .env
+            .vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.value.as_str(), v.secret))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("A", "1", false),
+                ("B", "from-env", false),
+                ("C", "s3cret", true)
+            ]
+        );
+        assert_eq!(w.secrets().collect::<Vec<_>>(), ["s3cret"]);
+        assert!(
+            !format!("{w:?}").contains("s3cret"),
+            "a secret in Debug output"
+        );
+        let journal = config.journal.expect("journal");
+        assert_eq!(journal.path, dir.join("j/journal.jsonl"));
+        assert_eq!((journal.keep, journal.max_bytes), (2, 64 * 1024 * 1024));
+        assert_eq!(journal.redact, ["pin"]);
+
+        for (text, needle) in [
+            (
+                "[tools.x]\nnetwork = [\"*\"]",
+                "`tools.x.network[0]` = \"*\"",
+            ),
+            ("[tools.x]\npin = \"sha256:12\"", "`tools.x.pin`"),
+            ("[defaults]\npin = \"00\"", "`defaults.pin`"),
+            (
+                "[tools.x.env]\nK = { file = \"missing\" }",
+                "`tools.x.env.K`",
+            ),
+            ("[tools.x.env]\nK = { }", "`tools.x.env.K`"),
+            (
+                "[journal]\npath = \"j\"\narguments = \"all\"",
+                "`journal.arguments`",
+            ),
+            (
+                "[tools.x]\nhttp_timeout_ms = 0",
+                "`tools.x.http_timeout_ms` = 0",
+            ),
+        ] {
+            let error = parse(text).expect_err(text);
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
