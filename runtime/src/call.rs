@@ -162,7 +162,7 @@ pub struct CallReport {
 /// What a guest wrote to one output stream during a call.
 #[derive(Debug, Clone, Default)]
 pub struct CapturedOutput {
-    /// The first [`CAPTURE_BYTES`](crate::sandbox::CAPTURE_BYTES) bytes.
+    /// The first bytes, up to the sandbox's capture cap (64 KiB).
     pub bytes: Vec<u8>,
     /// How many bytes past those were dropped.
     pub dropped: u64,

@@ -70,7 +70,7 @@ pub struct Config {
     /// Streamable HTTP settings (used with `serve --http`).
     pub http: HttpConfig,
     /// Limits of the stdio transport (used with `serve`).
-    pub stdio: crate::transport::stdio::StdioLimits,
+    pub stdio: StdioLimits,
     /// Policy for tools without an override.
     pub defaults: Policy,
     /// Per-tool overrides, by tool name, already merged over `defaults`.
@@ -165,6 +165,24 @@ impl Default for HttpConfig {
     }
 }
 
+/// The limits of one stdio connection (`[stdio]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdioLimits {
+    /// Requests read but not answered at once; past it, reading pauses.
+    pub max_requests_in_flight: usize,
+    /// Bytes of replies waiting to be written; past it, reading pauses.
+    pub max_pending_output: usize,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits {
+            max_requests_in_flight: 256,
+            max_pending_output: 16 * 1024 * 1024,
+        }
+    }
+}
+
 /// What one tool may reach and consume.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -251,7 +269,7 @@ impl Default for Config {
                 max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
                 max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
             },
-            stdio: crate::transport::stdio::StdioLimits::default(),
+            stdio: StdioLimits::default(),
             http: HttpConfig::default(),
             defaults: Policy::default(),
             tools: BTreeMap::new(),

@@ -240,8 +240,8 @@ struct RawStdio {
 }
 
 impl RawStdio {
-    fn resolve(&self) -> Result<crate::transport::stdio::StdioLimits, FieldError> {
-        let mut limits = crate::transport::stdio::StdioLimits::default();
+    fn resolve(&self) -> Result<StdioLimits, FieldError> {
+        let mut limits = StdioLimits::default();
         if let Some(n) = range(
             "max_requests_in_flight",
             self.max_requests_in_flight,

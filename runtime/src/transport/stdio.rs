@@ -32,6 +32,7 @@ use tokio::sync::{Mutex, mpsc};
 
 use super::shutdown_signal;
 use crate::Host;
+use crate::config::StdioLimits;
 use crate::protocol::McpServer;
 
 /// This transport's name in the journal.
@@ -129,24 +130,6 @@ struct AdmissionState {
     in_flight: std::collections::HashMap<String, Vec<tokio::sync::OwnedSemaphorePermit>>,
     requests: usize,
     pending_output: usize,
-}
-
-/// The limits of one stdio connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StdioLimits {
-    /// Requests read but not answered at once; past it, reading pauses.
-    pub max_requests_in_flight: usize,
-    /// Bytes of replies waiting to be written; past it, reading pauses.
-    pub max_pending_output: usize,
-}
-
-impl Default for StdioLimits {
-    fn default() -> Self {
-        StdioLimits {
-            max_requests_in_flight: 256,
-            max_pending_output: 16 * 1024 * 1024,
-        }
-    }
 }
 
 impl Admission {
