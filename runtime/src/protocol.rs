@@ -7,6 +7,10 @@
 //! (2025-06-18, 2025-11-25) or the stateless 2026-07-28 one, and
 //! `ctx.protocol_version()` tells each request which.
 //!
+//! One room although over 1,000 lines: the handler and the `to_mcp_*`
+//! mapping are the two halves of the one translation to the wire, and the
+//! last ~170 lines are the table of mapping cases that pins it.
+//!
 //! What this layer adds to rmcp:
 //! - `logging/setLevel` is remembered per connection (rmcp answers -32601
 //!   otherwise); 2026-07-28 requests carry their level in `_meta` instead,

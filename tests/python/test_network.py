@@ -218,7 +218,6 @@ SECRET_VALUE = "Sup3rSecret-Value-42"
 @pytest.mark.parametrize("how", ["result", "error", "panic"])
 @pytest.mark.parametrize("log", ["debug", "trace", "info,toolcage=trace"])
 def test_a_secret_never_reaches_the_log_or_the_journal(setup, tmp_path, how, log):
-
     setup.add("hostile")
     key = tmp_path / "api.key"
     key.write_text(SECRET_VALUE + "\n")
@@ -250,7 +249,6 @@ path = "{journal}"
 
 
 def test_thousands_of_refused_requests_leave_a_bounded_record(setup, tmp_path):
-
     setup.add("hostile")
     journal = tmp_path / "journal.jsonl"
     setup.write_config(f'[journal]\npath = "{journal}"\n')
