@@ -31,6 +31,11 @@
 //! limit), so the walks here recurse at most that deep; validation recurses
 //! at most ([`MAX_INPLACE_DEPTH`] + 1) × 3 frames per level of the instance,
 //! whose nesting the parser also limits to 128.
+//!
+//! One file (about 700 lines of code, 180 of tests): the wrapping, the
+//! `$ref` rewrite and the graph check keep one invariant together (every
+//! subschema is charged a step before it runs, however it is reached), and
+//! each is wrong without the others.
 
 #[cfg(panic = "abort")]
 compile_error!(

@@ -1,0 +1,300 @@
+//! Loading one file: read, compile (or reuse the last good version when
+//! the digest is unchanged), link, describe and validate; keep the last
+//! good version when new contents fail, refuse an update that pins or
+//! newly needed imports forbid. Files load on their own, in parallel;
+//! names are resolved across files afterwards, in `assemble`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::validate::{validate_descriptors, validate_extras};
+use super::{FileError, LoadedComponent, LoadedFile, Template, ToolSpec, hex};
+use crate::call::RawExtras;
+use crate::config::{Config, Limits};
+use crate::sandbox::Sandbox;
+
+/// A file loaded on its own, before names are resolved across files.
+pub struct FileLoad {
+    /// SHA-256 of its bytes, when it could be read.
+    pub digest: Option<String>,
+    /// Whether compiled code came from the cache (or was reused as is).
+    pub from_cache: bool,
+    /// The component and its validated tools, or why not.
+    pub result: Result<LoadedFile, FileError>,
+    /// Set when this is the last good version, kept because the file's
+    /// current contents failed for this reason.
+    pub rejected_update: Option<FileError>,
+    /// Imports the file's current contents add over the last good version.
+    pub capability_change: Vec<String>,
+}
+
+/// What loading a file must respect, from the config.
+pub struct LoadRules {
+    /// Tool names to the digest their component must have.
+    pub pins: BTreeMap<String, String>,
+    /// The limits `describe` and the listing of resources and prompts run
+    /// under: the defaults (a file cannot choose its own), with the result
+    /// cap set to `server.max_describe_kib`.
+    pub limits: Limits,
+}
+
+impl LoadRules {
+    /// The rules `config` sets.
+    pub fn from_config(config: &Config) -> Self {
+        LoadRules {
+            pins: config
+                .tools
+                .iter()
+                .filter_map(|(name, policy)| Some((name.clone(), policy.pin.clone()?)))
+                .collect(),
+            limits: Limits {
+                max_result_bytes: config.server.max_describe_bytes,
+                ..Limits::default()
+            },
+        }
+    }
+}
+
+/// Read, compile, link and describe one file. `last_good` is the version
+/// currently served from this path, if any: reused when the digest is the
+/// same, kept when the new contents fail. `None` if the file is gone.
+pub async fn load_file(
+    sandbox: &Arc<Sandbox>,
+    path: &Path,
+    last_good: Option<LoadedFile>,
+    rules: &LoadRules,
+) -> Option<FileLoad> {
+    let pins = &rules.pins;
+    let bytes = match tokio::fs::read(path).await {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            return Some(fallback(
+                last_good,
+                None,
+                FileError::Read(error.to_string()),
+                pins,
+            ));
+        }
+    };
+    let digest = hex(&Sha256::digest(&bytes));
+    if let Some(good) = last_good.as_ref().filter(|g| g.component.digest == digest) {
+        tracing::debug!(file = %path.display(), %digest, "unchanged; reusing the loaded component");
+        // The config's pins may have changed since it loaded.
+        if let Some(reason) = pin_mismatch(good, pins) {
+            return Some(FileLoad {
+                digest: Some(digest),
+                from_cache: true,
+                result: Err(reason),
+                rejected_update: None,
+                capability_change: Vec::new(),
+            });
+        }
+        return Some(FileLoad {
+            digest: Some(digest),
+            from_cache: true,
+            result: Ok(good.clone()),
+            rejected_update: None,
+            capability_change: Vec::new(),
+        });
+    }
+    // A new version of a file whose tools are pinned is refused before any
+    // of it runs (not even `describe`).
+    if let Some(good) = &last_good
+        && let Some(reason) = pin_mismatch_for(&good.tools, &digest, pins)
+    {
+        // Compiling runs none of its code, and tells what it would import.
+        let imports = {
+            let sandbox = Arc::clone(sandbox);
+            let digest = digest.clone();
+            tokio::task::spawn_blocking(move || sandbox.imports_of(&bytes, &digest)).await
+        };
+        let added = match &imports {
+            Ok(Some(imports)) => added_imports(imports, &good.component.imports),
+            _ => Vec::new(),
+        };
+        return Some(refused_update(last_good, digest, reason, added, pins));
+    }
+    match compile_and_describe(sandbox, path, bytes, &digest, &rules.limits).await {
+        Ok((file, from_cache)) => {
+            let added = match &last_good {
+                Some(good) => added_imports(&file.component.imports, &good.component.imports),
+                None => Vec::new(),
+            };
+            if !added.is_empty() {
+                tracing::warn!(
+                    file = %path.display(),
+                    added = %added.join(", "),
+                    "capability change: the new version imports more than the one it replaces"
+                );
+            }
+            if let Some(reason) = pin_mismatch(&file, pins) {
+                return Some(refused_update(last_good, digest, reason, added, pins));
+            }
+            Some(FileLoad {
+                digest: Some(digest),
+                from_cache,
+                result: Ok(file),
+                rejected_update: None,
+                capability_change: added,
+            })
+        }
+        Err(reason) => Some(fallback(last_good, Some(digest), reason, pins)),
+    }
+}
+
+/// The imports in `new` that are not in `old`.
+fn added_imports(new: &[String], old: &[String]) -> Vec<String> {
+    new.iter().filter(|i| !old.contains(i)).cloned().collect()
+}
+
+/// A new version refused (for `reason`, which asked for `added` on top of
+/// the last good version's imports): the last good version if any.
+fn refused_update(
+    last_good: Option<LoadedFile>,
+    digest: String,
+    reason: FileError,
+    added: Vec<String>,
+    pins: &BTreeMap<String, String>,
+) -> FileLoad {
+    let reason = if added.is_empty() {
+        reason
+    } else {
+        FileError::AsksForMore {
+            reason: Box::new(reason),
+            added: added.clone(),
+        }
+    };
+    let mut load = fallback(last_good, Some(digest), reason, pins);
+    load.capability_change = added;
+    load
+}
+
+/// Why `file` may not serve under `pins`, if it may not.
+fn pin_mismatch(file: &LoadedFile, pins: &BTreeMap<String, String>) -> Option<FileError> {
+    pin_mismatch_for(&file.tools, &file.component.digest, pins)
+}
+
+/// Why a component with `digest` providing `tools` may not serve under
+/// `pins`, if it may not.
+fn pin_mismatch_for(
+    tools: &[Arc<ToolSpec>],
+    digest: &str,
+    pins: &BTreeMap<String, String>,
+) -> Option<FileError> {
+    tools.iter().find_map(|spec| {
+        let name = &spec.descriptor.name;
+        let pin = pins.get(name)?;
+        (pin != digest).then(|| FileError::Pinned {
+            tool: name.clone(),
+            pin: pin.clone(),
+            digest: digest.to_owned(),
+        })
+    })
+}
+
+/// The outcome for a file whose current contents failed: its last good
+/// version if there is one (and it still satisfies the pins), else the
+/// failure.
+fn fallback(
+    last_good: Option<LoadedFile>,
+    digest: Option<String>,
+    reason: FileError,
+    pins: &BTreeMap<String, String>,
+) -> FileLoad {
+    match last_good.filter(|good| pin_mismatch(good, pins).is_none()) {
+        Some(good) => FileLoad {
+            digest: Some(good.component.digest.clone()),
+            from_cache: true,
+            result: Ok(good),
+            rejected_update: Some(reason),
+            capability_change: Vec::new(),
+        },
+        None => FileLoad {
+            digest,
+            from_cache: false,
+            result: Err(reason),
+            rejected_update: None,
+            capability_change: Vec::new(),
+        },
+    }
+}
+
+async fn compile_and_describe(
+    sandbox: &Arc<Sandbox>,
+    path: &Path,
+    bytes: Vec<u8>,
+    digest: &str,
+    limits: &Limits,
+) -> Result<(LoadedFile, bool), FileError> {
+    let loaded = {
+        let sandbox = Arc::clone(sandbox);
+        let digest = digest.to_owned();
+        tokio::task::spawn_blocking(move || sandbox.load(&bytes, &digest)).await
+    };
+    let loaded = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(error)) => return Err(FileError::Load(error)),
+        Err(error) => return Err(FileError::Task(format!("compilation task failed: {error}"))),
+    };
+    let limit = limits.max_result_bytes;
+    let raw = sandbox
+        .describe(&loaded.prepared, limits)
+        .await
+        .map_err(|failure| FileError::Describe { failure, limit })?;
+    let listed = sandbox
+        .list_extras(&loaded.prepared, limits)
+        .await
+        .map_err(|failure| FileError::Listing { failure, limit })?;
+    // Checking what a guest described (schemas compiled, templates parsed)
+    // is CPU work on its data: off the runtime's threads.
+    let checked = tokio::task::spawn_blocking(move || {
+        let templates = validate_extras(&listed)?;
+        let provides_extras = !(listed.resources.is_empty()
+            && listed.templates.is_empty()
+            && listed.prompts.is_empty());
+        let tools = if raw.is_empty() && provides_extras {
+            Vec::new()
+        } else {
+            validate_descriptors(raw)?
+        };
+        Ok::<_, String>((tools, listed, templates))
+    })
+    .await;
+    let (tools, listed, compiled_templates) = match checked {
+        Ok(checked) => checked.map_err(FileError::Invalid)?,
+        Err(error) => {
+            return Err(FileError::Task(format!(
+                "checking the descriptors failed: {error}"
+            )));
+        }
+    };
+    let component = Arc::new(LoadedComponent {
+        path: path.to_owned(),
+        digest: digest.to_owned(),
+        prepared: loaded.prepared,
+        imports: loaded.imports,
+    });
+    let RawExtras {
+        resources,
+        templates,
+        prompts,
+    } = listed;
+    Ok((
+        LoadedFile {
+            component,
+            tools: tools.into_iter().map(Arc::new).collect(),
+            resources: resources.into_iter().map(Arc::new).collect(),
+            templates: templates
+                .into_iter()
+                .zip(compiled_templates)
+                .map(|(raw, uri)| Arc::new(Template { raw, uri }))
+                .collect(),
+            prompts: prompts.into_iter().map(Arc::new).collect(),
+        },
+        loaded.from_cache,
+    ))
+}

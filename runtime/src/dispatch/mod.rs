@@ -1,0 +1,506 @@
+//! Dispatch: from "call tool X with these arguments" to a result.
+//!
+//! A call goes through phases, each a function of this module, in order:
+//! *admit* (not while shutting down), *resolve* (the tool in the current
+//! catalog snapshot), *check* the arguments against the input schema (a
+//! violation is an error result that lists every problem, and the guest
+//! never runs), *confirm* with the user when the policy or the tool's
+//! annotations ask for it, *acquire* a server-wide and a per-tool permit
+//! (calls beyond the limits queue, they do not fail), *run* in the
+//! sandbox, and *settle*: check structured output against the output
+//! schema and turn every limit hit into an error result that names the
+//! limit. A phase that ends the call early returns a [`Stop`]; either
+//! way, one [`Recorder`](record::Recorder) writes the call's one audit
+//! record, even for a call dropped half-way.
+//!
+//! Rooms: `check` (the schema checks on either side of a run), `confirm`
+//! (asking the user), `record` (outcome, audit line, journal entry) and
+//! `serve` (resource reads and prompt gets, which are not tool calls).
+//! This module knows nothing of MCP's wire format; `protocol` converts.
+
+mod check;
+mod confirm;
+mod record;
+mod serve;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::check::{Which, check_output, validate};
+pub use self::confirm::CONFIRM_KEY;
+use self::confirm::{Confirmation, confirm, needs_confirmation};
+use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
+use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
+use crate::catalog::{LoadedTool, Registry};
+use crate::config::{Config, Limits, Policy};
+use crate::grants;
+use crate::journal::{ClientId, Journal};
+use crate::sandbox::{CallSpec, Sandbox};
+
+/// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
+/// (a cancelled guest stops at its next epoch tick, 10 ms).
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs calls against the current catalog.
+pub struct Dispatcher {
+    sandbox: Arc<Sandbox>,
+    registry: Arc<Registry>,
+    /// Swapped whole on a config reload; a call reads it once, at its start.
+    current: std::sync::RwLock<Current>,
+    permits: Arc<Semaphore>,
+    /// Fired by [`Dispatcher::shutdown`]: calls in flight end, new ones are
+    /// refused.
+    shutdown: CancellationToken,
+    /// Every call in flight holds a token of this, so shutdown can wait for
+    /// them to be recorded.
+    calls: TaskTracker,
+}
+
+/// The configuration and the journal it opened, swapped together.
+#[derive(Clone)]
+struct Current {
+    config: Arc<Config>,
+    /// Reopened only when `config.journal` changes.
+    journal: Option<Arc<Journal>>,
+}
+
+/// Who is calling: where guest events go, the client's cancellation, and
+/// the client's roots.
+pub struct CallContext<'a> {
+    /// Where the guest's log and progress go.
+    pub events: Option<EventSink>,
+    /// Fires when the client cancels the call.
+    pub cancel: &'a CancellationToken,
+    /// The client's roots, if it declared the capability; they narrow the
+    /// tool's grants.
+    pub client_roots: Option<&'a [PathBuf]>,
+    /// Elicitation and sampling through the client, if there is one.
+    pub services: Option<Arc<dyn ClientServices>>,
+    /// Who is calling, for the journal; asked only when there is one.
+    pub client: &'a (dyn Fn() -> ClientId + Sync),
+}
+
+/// A call that could not even be attempted: a protocol-level error.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    /// No tool by that name.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+}
+
+/// Why a resource read or a prompt get gave no result. The protocol layer
+/// maps `UnknownResource`, `UnknownPrompt`, `MissingArgument` and `Refused`
+/// to invalid params (-32602), `Failed` to an internal error (-32603).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No listed resource or template matches the URI.
+    #[error("unknown resource `{0}`")]
+    UnknownResource(String),
+    /// No prompt by that name.
+    #[error("unknown prompt `{0}`")]
+    UnknownPrompt(String),
+    /// A required prompt argument is missing.
+    #[error("prompt `{prompt}` needs argument `{argument}`")]
+    MissingArgument {
+        /// The prompt.
+        prompt: String,
+        /// The argument.
+        argument: String,
+    },
+    /// The component refused (its own error message).
+    #[error("{0}")]
+    Refused(String),
+    /// The component failed (trap, limit, cancellation).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What a finished call returns to the protocol layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutput {
+    /// Content items.
+    pub content: Vec<Content>,
+    /// Structured output, parsed and (when a schema is declared) checked.
+    pub structured: Option<Value>,
+    /// Whether it is an error result.
+    pub is_error: bool,
+    /// Set when the call stopped to ask the client first (2026-07-28): the
+    /// protocol layer turns it into an input-required result.
+    pub input_required: Option<PendingInput>,
+}
+
+impl CallOutput {
+    /// An error result with one text item.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallOutput {
+            content: vec![Content::Text(message.into())],
+            structured: None,
+            is_error: true,
+            input_required: None,
+        }
+    }
+
+    /// A call stopped to ask the client `pending` first.
+    pub fn input_required(pending: PendingInput) -> Self {
+        CallOutput {
+            content: Vec::new(),
+            structured: None,
+            is_error: false,
+            input_required: Some(pending),
+        }
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher over `registry`, running calls in `sandbox` with the
+    /// limits from `config`.
+    pub fn new(sandbox: Arc<Sandbox>, registry: Arc<Registry>, config: Arc<Config>) -> Self {
+        let permits = Arc::new(Semaphore::new(config.server.max_concurrent_calls as usize));
+        let journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
+        Dispatcher {
+            sandbox,
+            registry,
+            current: std::sync::RwLock::new(Current { config, journal }),
+            permits,
+            shutdown: CancellationToken::new(),
+            calls: TaskTracker::new(),
+        }
+    }
+
+    /// Cancel the calls in flight and refuse new ones, at once (the first
+    /// step of [`Dispatcher::shutdown`], for a transport that must stop
+    /// before it can wait).
+    pub fn stop_calls(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Stop: cancel the calls in flight and refuse new ones, wait (at most
+    /// [`SHUTDOWN_WAIT`]) until each has been recorded, then wait until the
+    /// journal has written every line. Called by every transport when it
+    /// stops serving (stdin closed, SIGTERM, SIGINT) and by the CLI, so no
+    /// journal line is lost at exit.
+    pub async fn shutdown(&self) {
+        self.stop_calls();
+        self.calls.close();
+        if tokio::time::timeout(SHUTDOWN_WAIT, self.calls.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running at shutdown were abandoned");
+        }
+        if let Some(journal) = self.current().journal {
+            let _ = tokio::task::spawn_blocking(move || journal.flush()).await;
+        }
+    }
+
+    fn current(&self) -> Current {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The configuration calls start with now.
+    pub fn config(&self) -> Arc<Config> {
+        self.current().config
+    }
+
+    /// Use `config` for calls that start from now on; the journal is
+    /// reopened if its settings changed. (The server-wide concurrency limit
+    /// sizes the instance pool and needs a restart.)
+    pub fn set_config(&self, config: Arc<Config>) {
+        let mut current = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if current.config.journal != config.journal {
+            current.journal = config.journal.clone().map(|c| Arc::new(Journal::open(c)));
+        }
+        current.config = config;
+    }
+
+    /// The sandbox calls run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The registry calls are served from.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Call tool `name` with `arguments` (`None` is `{}`).
+    ///
+    /// # Errors
+    ///
+    /// Only for an unknown tool. Everything that goes wrong once the tool is
+    /// known (bad arguments, traps, limits) is an error *result*.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext<'_>,
+    ) -> Result<CallOutput, DispatchError> {
+        // Held until the call is over, so `shutdown` can wait for it.
+        let _in_flight = self.calls.token();
+        let current = self.current();
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        let policy = current.config.policy_for(name);
+        let mut record = Recorder::new(
+            name,
+            &arguments,
+            policy,
+            current.journal.as_deref(),
+            context.client,
+            &self.shutdown,
+        );
+        // A shutdown ends the call where it is: dropping the phases discards
+        // the store, and the `Recorder` journals the call as cancelled.
+        let ended = tokio::select! {
+            // A shutdown wins over the client's own cancellation, which a
+            // shutdown also fires.
+            biased;
+            () = self.shutdown.cancelled() => Err(Stop::error(
+                Outcome::Cancelled("the server shut down before the call finished".into()),
+                format!("call of tool `{name}` was cancelled: the server is shutting down"),
+            )),
+            ended = self.phases(name, &arguments, policy, context, &mut record) => ended,
+        };
+        match ended {
+            Ok(output) => Ok(output),
+            Err(stop) => {
+                record.finish(&stop.outcome, None);
+                stop.reply
+            }
+        }
+    }
+
+    /// The phases of a call, in order: admit, resolve, check the arguments,
+    /// confirm, acquire permits, run, settle. A phase that ends the call
+    /// early returns a [`Stop`]; `settle` records a call that ran.
+    async fn phases(
+        &self,
+        name: &str,
+        arguments: &Value,
+        policy: &Policy,
+        context: CallContext<'_>,
+        record: &mut Recorder<'_>,
+    ) -> Result<CallOutput, Box<Stop>> {
+        let CallContext {
+            events,
+            cancel,
+            client_roots,
+            services,
+            client: _,
+        } = context;
+        self.admit(name)?;
+        let tool = self.resolve(name)?;
+        record.served_by(&tool.component);
+        let arguments_text = check_arguments(&tool, arguments).await?;
+        // Before anything runs, and before taking a permit (a person may
+        // take minutes to answer).
+        confirm_if_needed(policy, &tool, arguments, services.as_deref()).await?;
+        // Released when these guards drop, at the end of the call.
+        let _permits = self.acquire(&tool, cancel).await?;
+
+        // Run. (The debug line says a call got its permits and starts: what
+        // a test or an operator waits for to know a call is in flight.)
+        tracing::debug!(tool = %name, "call running");
+        let grants = policy.grants.prepare(grants::CallContext {
+            tool: name,
+            client_roots,
+            client: services.as_ref(),
+        });
+        let report = self
+            .sandbox
+            .call(
+                &tool.component.prepared,
+                CallSpec {
+                    name,
+                    arguments: &arguments_text,
+                    limits: &policy.limits,
+                    grants,
+                    events,
+                    cancel,
+                },
+            )
+            .await;
+        Ok(settle(&tool, report, &policy.limits, arguments_text.len(), record).await)
+    }
+
+    /// Refuse new calls once the server is shutting down.
+    fn admit(&self, name: &str) -> Result<(), Box<Stop>> {
+        if self.shutdown.is_cancelled() {
+            return Err(Stop::error(
+                Outcome::Refused("the server is shutting down".into()),
+                format!("tool `{name}` was not run: the server is shutting down"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The tool by `name` in the current catalog snapshot.
+    fn resolve(&self, name: &str) -> Result<Arc<LoadedTool>, Box<Stop>> {
+        self.registry
+            .snapshot()
+            .tools
+            .get(name)
+            .cloned()
+            .ok_or_else(|| {
+                Box::new(Stop {
+                    outcome: Outcome::Refused("unknown tool".into()),
+                    reply: Err(DispatchError::UnknownTool(name.to_owned())),
+                })
+            })
+    }
+
+    /// The server-wide permit, then the tool's; a call beyond either limit
+    /// waits here, until the client cancels.
+    async fn acquire(
+        &self,
+        tool: &LoadedTool,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<OwnedSemaphorePermit>, Box<Stop>> {
+        acquire_or_cancel([&self.permits, &tool.permits], cancel)
+            .await
+            .ok_or_else(|| {
+                Stop::error(
+                    Outcome::Cancelled("cancelled while waiting to run".into()),
+                    format!("call of tool `{}` was cancelled", tool.spec.descriptor.name),
+                )
+            })
+    }
+}
+
+/// A call that ends before its guest runs: how the journal records it and
+/// what the caller gets. (Boxed where returned: the early path is rare and
+/// a `CallOutput` is large.)
+struct Stop {
+    outcome: Outcome<'static>,
+    reply: Result<CallOutput, DispatchError>,
+}
+
+impl Stop {
+    /// Ended by `outcome`, answered with an error result of `message`.
+    fn error(outcome: Outcome<'static>, message: String) -> Box<Self> {
+        Box::new(Stop {
+            outcome,
+            reply: Ok(CallOutput::error(message)),
+        })
+    }
+}
+
+/// Check the arguments against the tool's input schema; the arguments as
+/// JSON text, for the guest, if they pass.
+async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String, Box<Stop>> {
+    let name = &tool.spec.descriptor.name;
+    let text = arguments.to_string();
+    match validate(&tool.spec, Which::Input, arguments, text.len()).await {
+        Ok(None) => Ok(text),
+        Ok(Some(problems)) => Err(Stop::error(
+            Outcome::Refused("arguments do not match the input schema".into()),
+            format!("arguments do not match the input schema of tool `{name}`:\n{problems}"),
+        )),
+        Err(exceeded) => Err(Stop::error(
+            Outcome::Refused("arguments could not be checked within the budget".into()),
+            format!(
+                "the arguments of tool `{name}` could not be checked: {exceeded}; the tool was not run"
+            ),
+        )),
+    }
+}
+
+/// Ask the user to confirm the call, when the policy or the tool's
+/// annotations say so.
+async fn confirm_if_needed(
+    policy: &Policy,
+    tool: &LoadedTool,
+    arguments: &Value,
+    services: Option<&dyn ClientServices>,
+) -> Result<(), Box<Stop>> {
+    if !needs_confirmation(policy, tool) {
+        return Ok(());
+    }
+    let name = &tool.spec.descriptor.name;
+    let destructive = tool.spec.descriptor.annotations.destructive;
+    match confirm(name, arguments, destructive, services).await {
+        Confirmation::Confirmed => Ok(()),
+        Confirmation::Ask(pending) => Err(Box::new(Stop {
+            outcome: Outcome::InputRequired("waiting for the user's confirmation".into()),
+            reply: Ok(CallOutput::input_required(pending)),
+        })),
+        Confirmation::Refused(message) => Err(Stop::error(
+            Outcome::Refused(message.clone().into()),
+            message,
+        )),
+    }
+}
+
+/// Turn a finished run into the caller's output (structured output parsed
+/// and checked, failures as error results that name the limit), log the
+/// guest's captured output, and record the call.
+async fn settle(
+    tool: &LoadedTool,
+    report: CallReport,
+    limits: &Limits,
+    bytes_in: usize,
+    record: &mut Recorder<'_>,
+) -> CallOutput {
+    let name = &tool.spec.descriptor.name;
+    let scrub = record.scrub();
+    log_guest_output(name, "stdout", &report.stdout, &scrub);
+    log_guest_output(name, "stderr", &report.stderr, &scrub);
+    let bytes_out = report.outcome.as_ref().map_or(0, |r| r.size);
+    let (output, cancelled) = match report.outcome {
+        Ok(result) => (check_output(tool, result, limits).await, false),
+        Err(CallFailure::InputRequired(pending)) => (CallOutput::input_required(pending), false),
+        Err(failure) => (
+            CallOutput::error(format!("tool `{name}` {failure}")),
+            matches!(failure, CallFailure::Cancelled),
+        ),
+    };
+    let message = match output.content.first() {
+        Some(Content::Text(text)) if output.is_error => first_line(text),
+        _ => "",
+    };
+    let outcome = if output.input_required.is_some() {
+        Outcome::InputRequired("".into())
+    } else if cancelled {
+        Outcome::Cancelled(message.into())
+    } else if output.is_error {
+        Outcome::Error(message.into())
+    } else {
+        Outcome::Ok
+    };
+    let facts = RunFacts {
+        fuel: report.fuel_used,
+        peak_memory: report.peak_memory_bytes,
+        bytes_in: bytes_in as u64,
+        bytes_out,
+        net: report.net,
+    };
+    record.finish(&outcome, Some(&facts));
+    output
+}
+
+/// Wait for each permit in turn; `None` if `cancel` fires first. The
+/// permits are released when the returned guards drop.
+async fn acquire_or_cancel<const N: usize>(
+    semaphores: [&Arc<Semaphore>; N],
+    cancel: &CancellationToken,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let mut permits = Vec::with_capacity(N);
+    for semaphore in semaphores {
+        let permit = tokio::select! {
+            permit = Arc::clone(semaphore).acquire_owned() => permit.ok()?,
+            () = cancel.cancelled() => return None,
+        };
+        permits.push(permit);
+    }
+    Some(permits)
+}

@@ -1,0 +1,114 @@
+//! Resource reads and prompt gets: one run of the serving component each,
+//! under the operator's default limits, with no grants and no client
+//! services, after a server-wide permit. Not journalled (they are reads of
+//! what a component publishes, not tool calls); each has an audit line.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::record::audit;
+use super::{Dispatcher, ServeError, acquire_or_cancel};
+use crate::call::{PromptOutput, ResourceContent};
+
+impl Dispatcher {
+    /// Read resource `uri` from the component that lists it (or whose
+    /// template it matches). Runs in a fresh instance under the operator's
+    /// default limits (`[defaults]`), with no roots and no client services,
+    /// after a server-wide permit.
+    ///
+    /// # Errors
+    ///
+    /// See [`ServeError`].
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ResourceContent>, ServeError> {
+        if uri.len() > crate::catalog::MAX_URI_BYTES {
+            return Err(ServeError::Refused(format!(
+                "the resource URI is {} bytes, over the limit of {}",
+                uri.len(),
+                crate::catalog::MAX_URI_BYTES
+            )));
+        }
+        let Some(component) = self.registry.snapshot().resource_component(uri) else {
+            return Err(ServeError::UnknownResource(uri.to_owned()));
+        };
+        let _in_flight = self.calls.token();
+        let limits = self.config().defaults.limits;
+        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+            return Err(ServeError::Failed(format!("read of `{uri}` was cancelled")));
+        };
+        let started = Instant::now();
+        let outcome = self
+            .sandbox
+            .read_resource(&component.prepared, uri, &limits, cancel)
+            .await;
+        let result = match outcome {
+            Ok(Ok(contents)) if contents.is_empty() => Err(ServeError::Failed(format!(
+                "resource `{uri}`: the component returned no contents"
+            ))),
+            Ok(Ok(contents)) => Ok(contents),
+            Ok(Err(message)) => Err(ServeError::Refused(format!("resource `{uri}`: {message}"))),
+            Err(failure) => Err(ServeError::Failed(format!("resource `{uri}` {failure}"))),
+        };
+        audit("resource", uri, &component.digest, started, &result);
+        result
+    }
+
+    /// Get prompt `name` with `arguments` (string values). Runs like
+    /// [`Dispatcher::read_resource`].
+    ///
+    /// # Errors
+    ///
+    /// See [`ServeError`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        cancel: &CancellationToken,
+    ) -> Result<PromptOutput, ServeError> {
+        let served = {
+            let catalog = self.registry.snapshot();
+            catalog
+                .prompts
+                .get(name)
+                .map(|p| (Arc::clone(&p.descriptor), Arc::clone(&p.component)))
+        };
+        let Some((descriptor, component)) = served else {
+            return Err(ServeError::UnknownPrompt(name.to_owned()));
+        };
+        let arguments = arguments.unwrap_or_default();
+        if let Some(missing) = descriptor
+            .arguments
+            .iter()
+            .find(|a| a.required && !arguments.contains_key(&a.name))
+        {
+            return Err(ServeError::MissingArgument {
+                prompt: name.to_owned(),
+                argument: missing.name.clone(),
+            });
+        }
+        let _in_flight = self.calls.token();
+        let limits = self.config().defaults.limits;
+        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+            return Err(ServeError::Failed(format!("prompt `{name}` was cancelled")));
+        };
+        let started = Instant::now();
+        let arguments = Value::Object(arguments).to_string();
+        let outcome = self
+            .sandbox
+            .get_prompt(&component.prepared, name, &arguments, &limits, cancel)
+            .await;
+        let result = match outcome {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(message)) => Err(ServeError::Refused(format!("prompt `{name}`: {message}"))),
+            Err(failure) => Err(ServeError::Failed(format!("prompt `{name}` {failure}"))),
+        };
+        audit("prompt", name, &component.digest, started, &result);
+        result
+    }
+}
