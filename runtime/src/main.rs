@@ -229,8 +229,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             let host = Host::load(options).await?;
-            list(&host, json)?;
-            Ok(ExitCode::SUCCESS)
+            // Every file is shown either way; a file that failed makes the
+            // exit status 1, so a script or CI notices.
+            Ok(if list(&host, json)? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Pin { common } => {
             // Pins describe the folder as it is, whatever the config pins now.
@@ -420,8 +425,13 @@ fn cache_dir() -> Option<PathBuf> {
     xdg("XDG_CACHE_HOME", ".cache")
 }
 
-fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
+/// Print the folder's report; whether every file loaded.
+fn list(host: &Host, as_json: bool) -> anyhow::Result<bool> {
     let catalog = host.registry.snapshot();
+    let all_loaded = catalog
+        .files
+        .iter()
+        .all(|file| matches!(file.status, FileStatus::Loaded(_)));
     let mut stdout = std::io::stdout().lock();
     if as_json {
         let files: Vec<Value> = catalog
@@ -467,15 +477,24 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                     ),
                     FileStatus::Failed(reason) => ("failed", Some(reason.to_string()), Vec::new()),
                 };
-                let imports = catalog
-                    .loaded
-                    .get(&file.path)
+                let loaded = catalog.loaded.get(&file.path);
+                let imports = loaded
                     .map(|f| f.component.imports.clone())
                     .unwrap_or_default();
+                let prepared = loaded.map(|f| &f.component.prepared);
+                let skipped: Vec<Value> = prepared
+                    .map(|p| p.skipped())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| json!({"function": s.function, "reason": s.reason}))
+                    .collect();
                 json!({
                     "file": file.path.display().to_string(),
                     "digest": file.digest,
                     "status": status,
+                    "kind": prepared.map(|p| p.kind()),
+                    "exports": prepared.map(|p| p.exports()),
+                    "skipped": skipped,
                     "error": error,
                     "rejectedUpdate": file.rejected_update.as_ref().map(ToString::to_string),
                     "imports": imports,
@@ -490,7 +509,7 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
         });
         serde_json::to_writer_pretty(&mut stdout, &out)?;
         writeln!(stdout)?;
-        return Ok(());
+        return Ok(all_loaded);
     }
     writeln!(stdout, "tools folder: {}", host.options.tools_dir.display())?;
     if catalog.files.is_empty() {
@@ -509,8 +528,17 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
             .unwrap_or("-");
         match &file.status {
             FileStatus::Loaded(entries) => {
-                writeln!(stdout, "\n{name}  (sha256 {digest}…)  loaded")?;
-                if let Some(loaded) = catalog.loaded.get(&file.path) {
+                let loaded = catalog.loaded.get(&file.path);
+                let kind = loaded.map_or("", |f| f.component.prepared.kind());
+                writeln!(
+                    stdout,
+                    "\n{name}  (sha256 {digest}…)  loaded, {kind} component"
+                )?;
+                if let Some(loaded) = loaded {
+                    let prepared = &loaded.component.prepared;
+                    if !prepared.exports().is_empty() {
+                        writeln!(stdout, "  exports: {}", prepared.exports().join(", "))?;
+                    }
                     writeln!(
                         stdout,
                         "  may use, if granted: {}",
@@ -550,13 +578,23 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<()> {
                         }
                     }
                 }
+                for skipped in loaded
+                    .map(|f| f.component.prepared.skipped())
+                    .unwrap_or_default()
+                {
+                    writeln!(
+                        stdout,
+                        "  {:<24} NOT A TOOL: {}",
+                        skipped.function, skipped.reason
+                    )?;
+                }
             }
             FileStatus::Failed(reason) => {
                 writeln!(stdout, "\n{name}  (sha256 {digest}…)  FAILED: {reason}")?;
             }
         }
     }
-    Ok(())
+    Ok(all_loaded)
 }
 
 /// What the imports let a component ask for, in words.

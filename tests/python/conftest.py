@@ -40,6 +40,8 @@ GUEST_FILES = {
     "conformance": "conformance_fixture.wasm",
     "hostile": "hostile.wasm",
     "impostor": "impostor.wasm",
+    "plain": "plain_types.wasm",
+    "plain-needs": "plain_needs.wasm",
 }
 # One hostile descriptor per build of tests/guests/hostile-describe.
 for _feature in [

@@ -103,6 +103,45 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     })
 }
 
+/// The interfaces the linker built by [`build`] provides, each with the
+/// version prefix it serves (wasmtime links any `0.2.x` of WASI 0.2). A
+/// component importing anything else is refused before it is compiled,
+/// with the whole list of what is missing; the link itself stays the final
+/// authority.
+pub(super) const PROVIDED_INTERFACES: &[(&str, &str)] = &[
+    ("wasi:io/error", "0.2."),
+    ("wasi:io/poll", "0.2."),
+    ("wasi:io/streams", "0.2."),
+    ("wasi:clocks/monotonic-clock", "0.2."),
+    ("wasi:clocks/wall-clock", "0.2."),
+    ("wasi:filesystem/types", "0.2."),
+    ("wasi:filesystem/preopens", "0.2."),
+    ("wasi:random/random", "0.2."),
+    ("wasi:random/insecure", "0.2."),
+    ("wasi:random/insecure-seed", "0.2."),
+    ("wasi:sockets/network", "0.2."),
+    ("wasi:sockets/instance-network", "0.2."),
+    ("wasi:sockets/tcp", "0.2."),
+    ("wasi:sockets/tcp-create-socket", "0.2."),
+    ("wasi:sockets/udp", "0.2."),
+    ("wasi:sockets/udp-create-socket", "0.2."),
+    ("wasi:sockets/ip-name-lookup", "0.2."),
+    ("wasi:cli/environment", "0.2."),
+    ("wasi:cli/exit", "0.2."),
+    ("wasi:cli/stdin", "0.2."),
+    ("wasi:cli/stdout", "0.2."),
+    ("wasi:cli/stderr", "0.2."),
+    ("wasi:cli/terminal-input", "0.2."),
+    ("wasi:cli/terminal-output", "0.2."),
+    ("wasi:cli/terminal-stdin", "0.2."),
+    ("wasi:cli/terminal-stdout", "0.2."),
+    ("wasi:cli/terminal-stderr", "0.2."),
+    ("wasi:http/types", "0.2."),
+    ("wasi:http/outgoing-handler", "0.2."),
+    ("toolcage:tool/types", "0.1."),
+    ("toolcage:tool/host", "0.1."),
+];
+
 /// Compile `bytes` (whose SHA-256 is `digest`), from the cache in
 /// `cache_dir` when it holds them; the flag says whether it did. Blocking
 /// and CPU-heavy.
@@ -160,7 +199,7 @@ pub(super) fn imports(engine: &Engine, component: &Component) -> Vec<String> {
 
 /// The wasm binary header: magic, then version and layer. Core modules are
 /// version 1 layer 0; components are version 0xd layer 1.
-fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
+pub(super) fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
     match bytes {
         [0, b'a', b's', b'm', 0x0d, 0, 1, 0, ..] => Ok(()),
         [0, b'a', b's', b'm', 1, 0, 0, 0, ..] => Err(LoadError::NotAComponent(

@@ -41,6 +41,8 @@ mod contract;
 mod engine;
 mod files;
 mod host;
+mod inspect;
+mod plain;
 mod store;
 
 use std::path::PathBuf;
@@ -56,6 +58,10 @@ use crate::call::{
 use crate::config::Limits;
 use crate::grants::CallGrants;
 use contract::Contract;
+pub use inspect::Missing;
+use inspect::{Inspected, inspect};
+pub use plain::Skipped;
+use plain::{Plain, PlainTools};
 use store::{HostState, Run};
 
 /// How often the epoch advances. Running guests yield to the async executor
@@ -146,6 +152,8 @@ pub struct Prepared {
 enum Kind {
     /// Exports `toolcage:tool/tool` (and maybe `resources`, `prompts`).
     Contract(Contract),
+    /// Any other component: its exported functions are the tools.
+    Plain(Plain),
 }
 
 impl Prepared {
@@ -153,6 +161,7 @@ impl Prepared {
     pub fn has_resources(&self) -> bool {
         match &self.kind {
             Kind::Contract(c) => c.has_resources(),
+            Kind::Plain(_) => false,
         }
     }
 
@@ -160,6 +169,32 @@ impl Prepared {
     pub fn has_prompts(&self) -> bool {
         match &self.kind {
             Kind::Contract(c) => c.has_prompts(),
+            Kind::Plain(_) => false,
+        }
+    }
+
+    /// `"contract"` or `"plain"`.
+    pub fn kind(&self) -> &'static str {
+        match &self.kind {
+            Kind::Contract(_) => "contract",
+            Kind::Plain(_) => "plain",
+        }
+    }
+
+    /// A plain component's exported functions that are not tools, and why.
+    pub fn skipped(&self) -> &[Skipped] {
+        match &self.kind {
+            Kind::Contract(_) => &[],
+            Kind::Plain(p) => p.skipped(),
+        }
+    }
+
+    /// A plain component's exports, as it names them (empty for the
+    /// contract, whose exports are fixed).
+    pub fn exports(&self) -> &[String] {
+        match &self.kind {
+            Kind::Contract(_) => &[],
+            Kind::Plain(p) => p.exports(),
         }
     }
 }
@@ -220,6 +255,11 @@ impl Sandbox {
     /// The bytes are not a component, do not compile, import something the
     /// sandbox does not provide, or do not export the contract.
     pub fn load(&self, bytes: &[u8], digest: &str) -> Result<Loaded, LoadError> {
+        // Before compiling: what the file is and whether it can link.
+        let (inspected, missing) = inspect(bytes)?;
+        if !missing.is_empty() {
+            return Err(LoadError::Missing(missing));
+        }
         let (component, from_cache) = engine::compile(
             &self.engine,
             &self.engine_key,
@@ -228,11 +268,23 @@ impl Sandbox {
             digest,
         )?;
         let imports = engine::imports(&self.engine, &component);
-        let contract = Contract::prepare(&self.linker, &component)?;
+        let kind = match inspected {
+            Inspected::Contract => Kind::Contract(Contract::prepare(&self.linker, &component)?),
+            Inspected::Plain(resolve, world) => {
+                let tools = PlainTools::from_world(&resolve, world);
+                Kind::Plain(Plain::prepare(&self.linker, &component, tools)?)
+            }
+            Inspected::Undecoded(why) => Kind::Contract(
+                Contract::prepare(&self.linker, &component).map_err(|error| match error {
+                    LoadError::Contract(message) => LoadError::Contract(format!(
+                        "{message} (and its type could not be read as WIT: {why})"
+                    )),
+                    other => other,
+                })?,
+            ),
+        };
         Ok(Loaded {
-            prepared: Prepared {
-                kind: Kind::Contract(contract),
-            },
+            prepared: Prepared { kind },
             imports,
             from_cache,
         })
@@ -280,6 +332,8 @@ impl Sandbox {
         let cancel = CancellationToken::new();
         match &component.kind {
             Kind::Contract(c) => c.describe(&mut run, limits, &cancel).await,
+            // Read from its WIT at load: nothing runs.
+            Kind::Plain(p) => Ok(p.describe()),
         }
     }
 
@@ -303,6 +357,7 @@ impl Sandbox {
         let cancel = CancellationToken::new();
         match &component.kind {
             Kind::Contract(c) => c.list_extras(&mut run, limits, &cancel).await,
+            Kind::Plain(_) => Ok(RawExtras::default()),
         }
     }
 
@@ -320,6 +375,7 @@ impl Sandbox {
         let mut run = Run::start(&self.engine, self.fuel_metering, limits, grants, events);
         let outcome = match &component.kind {
             Kind::Contract(c) => c.call(&mut run, name, arguments, limits, cancel).await,
+            Kind::Plain(p) => p.call(&mut run, name, arguments, limits, cancel).await,
         };
         CallReport {
             outcome,
@@ -350,6 +406,7 @@ impl Sandbox {
         let mut run = self.bare(limits);
         match &component.kind {
             Kind::Contract(c) => c.read_resource(&mut run, uri, limits, cancel).await,
+            Kind::Plain(_) => Err(CallFailure::Trap("does not export resources".into())),
         }
     }
 
@@ -374,6 +431,7 @@ impl Sandbox {
                 c.get_prompt(&mut run, name, arguments, limits, cancel)
                     .await
             }
+            Kind::Plain(_) => Err(CallFailure::Trap("does not export prompts".into())),
         }
     }
 }
@@ -390,7 +448,31 @@ pub enum LoadError {
     /// Imports something the sandbox does not provide.
     #[error("cannot be linked: {0}")]
     Link(String),
+    /// Imports what the sandbox does not provide (found before compiling).
+    #[error("{}", missing_message(.0))]
+    Missing(Vec<Missing>),
     /// Does not export the toolcage contract.
     #[error("does not export the toolcage contract `toolcage:tool/tool@0.1.0`: {0}")]
     Contract(String),
+}
+
+/// The message of [`LoadError::Missing`]: every missing import, and what
+/// the sandbox provides instead.
+fn missing_message(missing: &[Missing]) -> String {
+    let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+    format!(
+        "cannot be linked: it imports {} {}, which toolcage does not provide; toolcage provides WASI 0.2 \
+         (`wasi:cli`, `wasi:clocks`, `wasi:filesystem`, `wasi:io`, `wasi:random`, `wasi:sockets` denied, \
+         `wasi:http` under the tool's network grant) and `toolcage:tool/host`",
+        if names.len() == 1 {
+            "interface"
+        } else {
+            "interfaces"
+        },
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }

@@ -1,0 +1,104 @@
+//! What a file is, read from its bytes before anything is compiled: a core
+//! module or garbage (refused), a component of the contract, or a plain
+//! component (its exports, as WIT, become tools); and which of its imports
+//! the sandbox does not provide. Decoding the component's type takes
+//! milliseconds where compiling a JavaScript or Python component takes tens
+//! of seconds, so a file that cannot load is refused before its compile.
+//!
+//! Invariants:
+//! - Nothing here runs or compiles guest code: it is wasmparser's
+//!   validation of the component's structure and types (function bodies
+//!   are not validated here; the compiler does that).
+//! - A component whose type cannot be decoded here but that wasmtime
+//!   accepts is still tried against the contract, so this module can only
+//!   add refusals of files that would fail anyway, and plain tools.
+
+use wit_parser::decoding::{DecodedWasm, decode};
+use wit_parser::{Resolve, WorldId, WorldItem, WorldKey};
+
+use super::LoadError;
+use super::engine::{PROVIDED_INTERFACES, check_component_header};
+
+/// The name under which a component of the contract exports its tools.
+const CONTRACT_INTERFACE: &str = "toolcage:tool/tool";
+
+/// What the bytes of a file are.
+pub(super) enum Inspected {
+    /// Exports `toolcage:tool/tool`.
+    Contract,
+    /// Any other component, with its WIT.
+    Plain(Box<Resolve>, WorldId),
+    /// A component whose type could not be decoded here (the reason);
+    /// compiled and tried against the contract.
+    Undecoded(String),
+}
+
+/// An import the sandbox does not provide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The import as the component names it (`wasi:config/store@0.2.0-rc.1`).
+    pub name: String,
+}
+
+/// Read what `bytes` are, and which imports would not link.
+pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadError> {
+    check_component_header(bytes)?;
+    let (resolve, world) = match decode(bytes) {
+        Ok(DecodedWasm::Component(resolve, world)) => (resolve, world),
+        Ok(DecodedWasm::WitPackage(..)) => {
+            return Err(LoadError::NotAComponent(
+                "is a WIT package (types only, no code), not a component".into(),
+            ));
+        }
+        Err(error) => return Ok((Inspected::Undecoded(format!("{error:#}")), Vec::new())),
+    };
+    let Some(w) = resolve.worlds.get(world) else {
+        return Ok((Inspected::Undecoded("no world".into()), Vec::new()));
+    };
+    // Types in a world's imports are its own type definitions, not
+    // something to link.
+    let missing = w
+        .imports
+        .iter()
+        .filter(|(_, item)| !matches!(item, WorldItem::Type { .. }))
+        .filter_map(|(key, _)| key_name(&resolve, key))
+        .filter(|name| !provided(name))
+        .map(|name| Missing { name })
+        .collect();
+    let contract = w.exports.keys().any(|key| {
+        key_name(&resolve, key).is_some_and(|name| unversioned(&name) == CONTRACT_INTERFACE)
+    });
+    let inspected = if contract {
+        Inspected::Contract
+    } else {
+        Inspected::Plain(Box::new(resolve), world)
+    };
+    Ok((inspected, missing))
+}
+
+/// The name of a world import or export as the component spells it: the
+/// kebab name, or the interface's `ns:pkg/name@version`.
+pub(super) fn key_name(resolve: &Resolve, key: &WorldKey) -> Option<String> {
+    match key {
+        WorldKey::Name(name) => Some(name.clone()),
+        WorldKey::Interface(id) => resolve.id_of(*id),
+    }
+}
+
+/// `name` without its `@version`.
+pub(super) fn unversioned(name: &str) -> &str {
+    name.split_once('@').map_or(name, |(name, _)| name)
+}
+
+/// Whether the sandbox's linker provides import `name` (an interface, at a
+/// version it serves). A world-level function import (a bare kebab name)
+/// is never provided.
+fn provided(name: &str) -> bool {
+    let (interface, version) = match name.split_once('@') {
+        Some((interface, version)) => (interface, Some(version)),
+        None => (name, None),
+    };
+    PROVIDED_INTERFACES.iter().any(|(provided, major)| {
+        *provided == interface && version.is_none_or(|v| v.starts_with(major))
+    })
+}
