@@ -301,6 +301,7 @@ impl Dispatcher {
         self.admit(name)?;
         let tool = self.resolve(name)?;
         record.served_by(&tool.component);
+        self.check_parameters(&tool, arguments)?;
         let arguments_text = check_arguments(&tool, arguments).await?;
         // Before anything runs, and before taking a permit (a person may
         // take minutes to answer).
@@ -356,6 +357,23 @@ impl Dispatcher {
                     outcome: Outcome::Refused("unknown tool".into()),
                     reply: Err(DispatchError::UnknownTool(name.to_owned())),
                 })
+            })
+    }
+
+    /// The arguments against the component's typed parameters, where its
+    /// kind has them (a plain component): the precise problem, with its
+    /// path, before the schema's more general one.
+    fn check_parameters(&self, tool: &LoadedTool, arguments: &Value) -> Result<(), Box<Stop>> {
+        let name = &tool.spec.descriptor.name;
+        self.sandbox
+            .check_arguments(&tool.component.prepared, name, arguments)
+            .map_err(|problem| {
+                Stop::error(
+                    Outcome::Refused("arguments do not fit the parameters".into()),
+                    format!(
+                        "arguments do not fit the parameters of tool `{name}`: {problem}; the tool was not run"
+                    ),
+                )
             })
     }
 

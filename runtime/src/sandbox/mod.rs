@@ -361,6 +361,27 @@ impl Sandbox {
         }
     }
 
+    /// Check `arguments` for tool `name` the way the component's kind can
+    /// before anything runs: a plain component's parameters are typed, so
+    /// a value that does not convert is refused with its path and the
+    /// expected type (`$.options.limit: expected an integer in 0..=255
+    /// (u8), got 300`). The contract's tools check their own.
+    ///
+    /// # Errors
+    ///
+    /// The first argument that does not fit, in words.
+    pub fn check_arguments(
+        &self,
+        component: &Prepared,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<(), String> {
+        match &component.kind {
+            Kind::Contract(_) => Ok(()),
+            Kind::Plain(p) => p.check_arguments(name, arguments),
+        }
+    }
+
     /// Run one call in a fresh instance; see [`CallSpec`].
     pub async fn call(&self, component: &Prepared, spec: CallSpec<'_>) -> CallReport {
         let CallSpec {

@@ -460,6 +460,18 @@ impl Plain {
         &self.exports
     }
 
+    /// Whether `arguments` convert to tool `name`'s parameters; the first
+    /// problem, with its path, if not.
+    pub(super) fn check_arguments(&self, name: &str, arguments: &Value) -> Result<(), String> {
+        let Some((function, _)) = self.functions.iter().find(|(f, _)| f.tool == name) else {
+            return Ok(());
+        };
+        let Value::Object(arguments) = arguments else {
+            return Err("the arguments are not a JSON object".into());
+        };
+        value::params(&function.params, arguments).map(drop)
+    }
+
     /// Tool `name` with `arguments` (a JSON object as text), in `run`'s
     /// fresh instance.
     pub(super) async fn call(
