@@ -97,6 +97,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// For tool authors: embed the doc comments of a WIT package into a
+    /// plain component (its `package-docs` section), so its functions'
+    /// docs become the tools' descriptions and its field docs the schema
+    /// descriptions.
+    EmbedDocs {
+        /// The component.
+        component: PathBuf,
+        /// The folder with the WIT package the component was built from.
+        #[arg(long, value_name = "DIR")]
+        wit: PathBuf,
+        /// Where to write the result [default: over the component].
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -236,6 +250,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::EmbedDocs {
+            component,
+            wit,
+            out,
+        } => {
+            let bytes = std::fs::read(&component)
+                .with_context(|| format!("cannot read `{}`", component.display()))?;
+            let with_docs = toolcage::sandbox::embed_docs(&bytes, &wit)
+                .map_err(|error| anyhow::anyhow!("`{}` {error}", component.display()))?;
+            let out = out.unwrap_or(component);
+            std::fs::write(&out, with_docs)
+                .with_context(|| format!("cannot write `{}`", out.display()))?;
+            eprintln!("embedded the docs of `{}` into `{}`", wit.display(), out.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Pin { common } => {
             // Pins describe the folder as it is, whatever the config pins now.

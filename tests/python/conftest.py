@@ -40,7 +40,9 @@ GUEST_FILES = {
     "conformance": "conformance_fixture.wasm",
     "hostile": "hostile.wasm",
     "impostor": "impostor.wasm",
-    "plain": "plain_types.wasm",
+    # With its WIT docs embedded (`toolcage embed-docs`, in tests/run).
+    "plain": "plain_documented.wasm",
+    "plain-bare": "plain_types.wasm",
     "plain-needs": "plain_needs.wasm",
 }
 # One hostile descriptor per build of tests/guests/hostile-describe.

@@ -18,6 +18,7 @@ use wit_parser::{Resolve, WorldId, WorldItem, WorldKey};
 
 use super::LoadError;
 use super::engine::{PROVIDED_INTERFACES, check_component_header};
+use super::plain::docs;
 
 /// The name under which a component of the contract exports its tools.
 const CONTRACT_INTERFACE: &str = "toolcage:tool/tool";
@@ -43,7 +44,12 @@ pub struct Missing {
 /// Read what `bytes` are, and which imports would not link.
 pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadError> {
     check_component_header(bytes)?;
-    let (resolve, world) = match decode(bytes) {
+    // The WIT docs section is merged by this module, after decoding.
+    let (without_docs, docs) = match docs::split(bytes) {
+        Some((rest, docs)) => (Some(rest), Some(docs)),
+        None => (None, None),
+    };
+    let (mut resolve, world) = match decode(without_docs.as_deref().unwrap_or(bytes)) {
         Ok(DecodedWasm::Component(resolve, world)) => (resolve, world),
         Ok(DecodedWasm::WitPackage(..)) => {
             return Err(LoadError::NotAComponent(
@@ -52,6 +58,11 @@ pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadErr
         }
         Err(error) => return Ok((Inspected::Undecoded(format!("{error:#}")), Vec::new())),
     };
+    if let Some(docs) = &docs
+        && !docs::merge(&mut resolve, world, docs)
+    {
+        tracing::debug!("the component's `package-docs` section could not be read; ignored");
+    }
     let Some(w) = resolve.worlds.get(world) else {
         return Ok((Inspected::Undecoded("no world".into()), Vec::new()));
     };

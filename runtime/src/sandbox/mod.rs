@@ -61,6 +61,7 @@ use contract::Contract;
 pub use inspect::Missing;
 use inspect::{Inspected, inspect};
 pub use plain::Skipped;
+pub use plain::docs::embed as embed_docs;
 use plain::{Plain, PlainTools};
 use store::{HostState, Run};
 

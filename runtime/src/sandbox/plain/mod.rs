@@ -22,6 +22,7 @@
 //! - A result is measured as it will be sent and refused over the
 //!   result-size limit, as a contract result is.
 
+pub(super) mod docs;
 mod shape;
 mod value;
 
