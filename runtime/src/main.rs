@@ -263,7 +263,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let out = out.unwrap_or(component);
             std::fs::write(&out, with_docs)
                 .with_context(|| format!("cannot write `{}`", out.display()))?;
-            eprintln!("embedded the docs of `{}` into `{}`", wit.display(), out.display());
+            eprintln!(
+                "embedded the docs of `{}` into `{}`",
+                wit.display(),
+                out.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Pin { common } => {

@@ -521,7 +521,7 @@ impl ServerHandler for McpServer {
                 )),
                 (None, _) => Ok(to_mcp_result(output).into()),
             },
-            Err(error @ DispatchError::UnknownTool(_)) => Err(McpError::invalid_params(
+            Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
                 format!("{error}; call tools/list for the available tools"),
                 None,
             )),

@@ -70,7 +70,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
         .await;
     let _ = std::fs::remove_dir_all(&dir);
     match outcome {
-        Err(DispatchError::UnknownTool(name)) => format!("unknown tool {name}"),
+        Err(DispatchError::UnknownTool { name, .. }) => format!("unknown tool {name}"),
         Ok(output) => {
             let text = output
                 .content

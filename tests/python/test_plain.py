@@ -301,3 +301,13 @@ async def test_two_plain_components_with_the_same_function(setup, era):
     second = [f for f in report["files"] if f["file"].endswith("zz_second.wasm")][0]
     greet = [t for t in second["tools"] if t["name"] == "greet"][0]
     assert greet["status"] == "shadowed"
+
+
+def test_calling_a_tool_of_a_refused_file_says_which_file_failed_and_why(setup):
+    setup.add("plain-needs")
+    setup.write_config(NO_CONFIRM)
+    result = setup.run("greet", '{"name": "x"}', command="call")
+    assert result.returncode == 2
+    assert "unknown tool `greet`" in result.stderr
+    assert "1 file in the tools folder failed to load and might have provided it" in result.stderr
+    assert "plain_needs.wasm: cannot be linked: it imports interface `test:plain/elsewhere@0.1.0`" in result.stderr

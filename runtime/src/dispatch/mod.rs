@@ -36,7 +36,7 @@ pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
 use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
-use crate::catalog::{LoadedTool, Registry};
+use crate::catalog::{FileStatus, LoadedTool, Registry};
 use crate::config::{Config, Limits, Policy};
 use crate::grants;
 use crate::journal::{ClientId, Journal};
@@ -88,9 +88,40 @@ pub struct CallContext<'a> {
 /// A call that could not even be attempted: a protocol-level error.
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
-    /// No tool by that name.
-    #[error("unknown tool `{0}`")]
-    UnknownTool(String),
+    /// No tool by that name; `failed` are the files of the tools folder
+    /// that failed to load (any of which might have provided it), each as
+    /// `file: why`.
+    #[error("unknown tool `{name}`{}", failed_hint(.failed))]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// Files that failed to load, with why.
+        failed: Vec<String>,
+    },
+}
+
+/// How many failed files an unknown-tool error names.
+const FAILED_FILES_SHOWN: usize = 3;
+
+fn failed_hint(failed: &[String]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    let more = failed.len().saturating_sub(FAILED_FILES_SHOWN);
+    format!(
+        " ({} in the tools folder failed to load and might have provided it: {}{})",
+        if failed.len() == 1 {
+            "1 file".to_owned()
+        } else {
+            format!("{} files", failed.len())
+        },
+        failed[..failed.len().min(FAILED_FILES_SHOWN)].join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// Why a resource read or a prompt get gave no result. The protocol layer
@@ -347,17 +378,31 @@ impl Dispatcher {
 
     /// The tool by `name` in the current catalog snapshot.
     fn resolve(&self, name: &str) -> Result<Arc<LoadedTool>, Box<Stop>> {
-        self.registry
-            .snapshot()
-            .tools
-            .get(name)
-            .cloned()
-            .ok_or_else(|| {
-                Box::new(Stop {
-                    outcome: Outcome::Refused("unknown tool".into()),
-                    reply: Err(DispatchError::UnknownTool(name.to_owned())),
-                })
+        let catalog = self.registry.snapshot();
+        if let Some(tool) = catalog.tools.get(name) {
+            return Ok(Arc::clone(tool));
+        }
+        // Say which files failed: one of them may be the tool asked for.
+        let failed = catalog
+            .files
+            .iter()
+            .filter_map(|file| match &file.status {
+                FileStatus::Failed(why) => {
+                    let file = file.path.file_name().unwrap_or_default().to_string_lossy();
+                    let why = why.to_string();
+                    let why: String = why.lines().next().unwrap_or("").chars().take(300).collect();
+                    Some(format!("{file}: {why}"))
+                }
+                FileStatus::Loaded(_) => None,
             })
+            .collect();
+        Err(Box::new(Stop {
+            outcome: Outcome::Refused("unknown tool".into()),
+            reply: Err(DispatchError::UnknownTool {
+                name: name.to_owned(),
+                failed,
+            }),
+        }))
     }
 
     /// The arguments against the component's typed parameters, where its

@@ -61,9 +61,12 @@ pub fn embed(component: &[u8], wit_dir: &std::path::Path) -> Result<Vec<u8>, Str
         return Err("is not a WebAssembly component".into());
     }
     let mut resolve = Resolve::new();
-    let (package, _) = resolve
-        .push_dir(wit_dir)
-        .map_err(|error| format!("the WIT in `{}` does not parse: {error:#}", wit_dir.display()))?;
+    let (package, _) = resolve.push_dir(wit_dir).map_err(|error| {
+        format!(
+            "the WIT in `{}` does not parse: {error:#}",
+            wit_dir.display()
+        )
+    })?;
     let data = wit_parser::PackageMetadata::extract(&resolve, package)
         .encode()
         .map_err(|error| format!("cannot encode the docs: {error:#}"))?;
