@@ -43,6 +43,9 @@ GUEST_FILES = {
     # With its WIT docs embedded (`toolcage embed-docs`, in tests/run).
     "plain": "plain_documented.wasm",
     "plain-bare": "plain_types.wasm",
+    # Built by tests/components/build with componentize-py / componentize-js.
+    "plain-py": "plain_py.wasm",
+    "plain-js": "plain_js.wasm",
     "plain-needs": "plain_needs.wasm",
 }
 # One hostile descriptor per build of tests/guests/hostile-describe.

@@ -311,3 +311,53 @@ def test_calling_a_tool_of_a_refused_file_says_which_file_failed_and_why(setup):
     assert "unknown tool `greet`" in result.stderr
     assert "1 file in the tools folder failed to load and might have provided it" in result.stderr
     assert "plain_needs.wasm: cannot be linked: it imports interface `test:plain/elsewhere@0.1.0`" in result.stderr
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_python_plain_component_runs_unchanged(setup, era):
+    """Built by componentize-py from tests/components/plain-py: world
+    functions, an interface, `result` and `option`, and componentize-py's
+    own `exports#init`, which is not a tool."""
+    setup.add("plain-py")
+    setup.write_config(NO_CONFIRM)
+    async with session(setup, era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"add", "divide", "words", "stats"}
+        assert tools["add"].description == "Add two integers."
+        assert tools["add"].input_schema["properties"]["a"]["minimum"] == S64_MIN
+        result = await client.call_tool("add", {"a": 2**62, "b": 2**62 - 1})
+        assert result.structured_content == {"result": 2**63 - 1}
+        result = await client.call_tool("divide", {"a": 1, "b": 0})
+        assert result.is_error and text_of(result) == "cannot divide 1.0 by zero"
+        result = await client.call_tool("words", {"text": "a bc"})
+        assert result.structured_content == {"result": ["a", "bc"]}
+        result = await client.call_tool("words", {"text": "a bc", "shout": True})
+        assert result.structured_content == {"result": ["A", "BC"]}
+        result = await client.call_tool("stats", {"text": "héllo world"})
+        assert result.structured_content == {"result": {"words": 2, "chars": 11}}
+    report = json.loads(setup.run("--json").stdout)
+    skipped = {s["function"]: s["reason"] for s in report["files"][0]["skipped"]}
+    assert skipped == {"exports#init": "componentize-py's start-up export, not a tool"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_javascript_plain_component_runs_unchanged(setup, era):
+    """Built by componentize-js from tests/components/plain-js: world
+    functions, an interface, an `async` JavaScript function, and a thrown
+    error as a `result`'s `err`."""
+    setup.add("plain-js")
+    setup.write_config(NO_CONFIRM)
+    async with session(setup, era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"reverse", "shout", "parse", "word-count"}
+        assert tools["word-count"].description == "The number of words in `text`."
+        result = await client.call_tool("reverse", {"text": "abc"})
+        assert text_of(result) == "cba"
+        result = await client.call_tool("shout", {"text": "quiet"})
+        assert text_of(result) == "QUIET"
+        result = await client.call_tool("parse", {"text": "42"})
+        assert result.structured_content == {"result": 42}
+        result = await client.call_tool("parse", {"text": "x"})
+        assert result.is_error and text_of(result) == 'not a non-negative integer: "x"'
+        result = await client.call_tool("word-count", {"text": "a b  c"})
+        assert result.structured_content == {"result": 3}

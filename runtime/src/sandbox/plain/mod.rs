@@ -10,7 +10,8 @@
 //! `namespace.package.interface.function`. World-level names never get a
 //! prefix (the component model keeps them unique).
 //!
-//! Never tools: functions of exported `wasi:` interfaces (entry points such
+//! Never tools: build tools' own exports (componentize-py's
+//! `exports#init`), functions of exported `wasi:` interfaces (entry points such
 //! as `wasi:cli/run` or `wasi:http/incoming-handler`), resource methods and
 //! constructors, `async` functions, and functions whose types have no JSON
 //! form; each is listed as skipped with the reason.
@@ -111,6 +112,13 @@ impl PlainTools {
                         .and_then(|p| resolve.packages.get(p))
                         .is_some_and(|p| p.name.namespace == "wasi");
                     for function in interface.functions.values() {
+                        if let Some(why) = build_artefact(&export, &function.name) {
+                            tools.skipped.push(Skipped {
+                                function: format!("{export}#{}", function.name),
+                                reason: why.to_owned(),
+                            });
+                            continue;
+                        }
                         if wasi {
                             tools.skipped.push(Skipped {
                                 function: format!("{export}#{}", function.name),
@@ -193,6 +201,23 @@ impl PlainTools {
         }
         tools
     }
+}
+
+/// Exports that build tools add to every component they make, which are
+/// not the author's functions: (export, function, why).
+const BUILD_ARTEFACTS: &[(&str, &str, &str)] = &[(
+    "exports",
+    "init",
+    "componentize-py's start-up export, not a tool",
+)];
+
+/// Why `function` of the exported interface `export` is a build tool's, if
+/// it is.
+fn build_artefact(export: &str, function: &str) -> Option<&'static str> {
+    BUILD_ARTEFACTS
+        .iter()
+        .find(|(e, f, _)| *e == export && *f == function)
+        .map(|(_, _, why)| *why)
 }
 
 /// The parameter and result shapes of `function`, or why it is no tool.
