@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ERAS, read_journal, session, text_of
+from conftest import ERAS, MODERN, read_journal, session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -346,10 +346,15 @@ async def test_a_javascript_plain_component_runs_unchanged(setup, era):
     functions, an interface, an `async` JavaScript function, and a thrown
     error as a `result`'s `err`."""
     setup.add("plain-js")
-    setup.write_config(NO_CONFIRM)
+    secret = setup.root / "greeting.txt"
+    secret.write_text("Bonjour\n")
+    setup.write_config(NO_CONFIRM + f'\n[tools.greeting.config]\ngreeting = {{ file = "{secret}" }}\n')
     async with session(setup, era) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"reverse", "shout", "parse", "word-count"}
+        assert set(tools) == {"reverse", "shout", "parse", "word-count", "greeting"}
+        # `wasi:config/store` serves the tool's `config` grant.
+        result = await client.call_tool("greeting", {"name": "Ada"})
+        assert text_of(result) == "Bonjour, Ada!"
         assert tools["word-count"].description == "The number of words in `text`."
         result = await client.call_tool("reverse", {"text": "abc"})
         assert text_of(result) == "cba"
@@ -361,3 +366,14 @@ async def test_a_javascript_plain_component_runs_unchanged(setup, era):
         assert result.is_error and text_of(result) == 'not a non-negative integer: "x"'
         result = await client.call_tool("word-count", {"text": "a b  c"})
         assert result.structured_content == {"result": 3}
+
+
+async def test_wasi_config_serves_nothing_that_is_not_granted(setup):
+    setup.add("plain-js")
+    # Another tool's grant, and the environment, are not this tool's config.
+    setup.write_config(
+        NO_CONFIRM + '\n[tools.reverse.config]\ngreeting = "Hi"\n[tools.greeting.env]\ngreeting = "Hi"\n'
+    )
+    async with session(setup, MODERN) as client:
+        result = await client.call_tool("greeting", {"name": "Ada"})
+        assert result.is_error and text_of(result) == "the `greeting` setting is not granted"

@@ -387,6 +387,7 @@ struct RawPolicy {
     http_max_response_kib: Option<u64>,
     http_timeout_ms: Option<u64>,
     env: Option<BTreeMap<String, RawEnv>>,
+    config: Option<BTreeMap<String, RawEnv>>,
     confirm: Option<bool>,
     pin: Option<String>,
     journal_arguments: Option<String>,
@@ -517,27 +518,8 @@ impl RawPolicy {
                 limits: net_limits,
             })
         };
-        let env = match &self.env {
-            None => base.grants.env.clone(),
-            Some(raw) => {
-                // The tool's variables over the defaults', by name.
-                let mut merged: BTreeMap<String, EnvVar> = base
-                    .grants
-                    .env
-                    .vars
-                    .iter()
-                    .map(|v| (v.name.clone(), v.clone()))
-                    .collect();
-                for (name, source) in raw {
-                    if let Some(var) = resolve_env(name, source, dir)? {
-                        merged.insert(name.clone(), var);
-                    } else {
-                        merged.remove(name);
-                    }
-                }
-                EnvGrant::new(merged.into_values().collect())
-            }
-        };
+        let env = merge_values("env", &base.grants.env, self.env.as_ref(), dir)?;
+        let config = merge_values("config", &base.grants.config, self.config.as_ref(), dir)?;
         if let Some(pin) = &self.pin {
             let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -564,6 +546,7 @@ impl RawPolicy {
                 files,
                 network,
                 env,
+                config,
                 services: ServicesGrant {
                     sampling: self.allow_sampling.unwrap_or(base.grants.services.sampling),
                 },
@@ -687,15 +670,49 @@ fn check(
     }
 }
 
-/// One `env` entry resolved: `None` for a `from_env` variable that
-/// toolcage's own environment lacks (logged; the tool gets none).
-fn resolve_env(name: &str, source: &RawEnv, dir: &Path) -> Result<Option<EnvVar>, FieldError> {
-    let key = || format!("env.{}", toml_key(name));
+/// The named values of table `table` (`env` or `config`): the tool's over
+/// the defaults' (`base`), by name.
+fn merge_values(
+    table: &str,
+    base: &EnvGrant,
+    raw: Option<&BTreeMap<String, RawEnv>>,
+    dir: &Path,
+) -> Result<EnvGrant, FieldError> {
+    let Some(raw) = raw else {
+        return Ok(base.clone());
+    };
+    let mut merged: BTreeMap<String, EnvVar> = base
+        .vars
+        .iter()
+        .map(|v| (v.name.clone(), v.clone()))
+        .collect();
+    for (name, source) in raw {
+        if let Some(var) = resolve_value(table, name, source, dir)? {
+            merged.insert(name.clone(), var);
+        } else {
+            merged.remove(name);
+        }
+    }
+    Ok(EnvGrant::new(merged.into_values().collect()))
+}
+
+/// One `env` or `config` entry resolved: `None` for a `from_env` variable
+/// that toolcage's own environment lacks (logged; the tool gets none).
+fn resolve_value(
+    table: &str,
+    name: &str,
+    source: &RawEnv,
+    dir: &Path,
+) -> Result<Option<EnvVar>, FieldError> {
+    let key = || format!("{table}.{}", toml_key(name));
     if name.is_empty() || name.contains(['=', '\0']) {
         return Err(FieldError::new(
             key(),
             format!("{name:?}"),
-            "is not a valid variable name".into(),
+            format!(
+                "is not a valid {} name",
+                if table == "env" { "variable" } else { "key" }
+            ),
         ));
     }
     let var = match source {

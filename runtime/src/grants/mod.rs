@@ -1,6 +1,7 @@
 //! What a tool may reach, one capability per file: directories (`files`),
-//! hosts over HTTP (`network`), environment variables (`env`) and the
-//! client's services (`services`).
+//! hosts over HTTP (`network`), environment variables (`env`), values
+//! through `wasi:config/store` (`config`) and the client's services
+//! (`services`).
 //!
 //! Each grant goes through the same three steps, in the manner of
 //! wasmtime-wasi's per-capability contexts:
@@ -25,6 +26,7 @@
 //! - A call's client can only narrow a grant (client roots), never widen
 //!   it; nothing a component declares is read here.
 
+pub mod config;
 pub mod env;
 pub mod files;
 pub mod network;
@@ -36,6 +38,7 @@ use std::sync::Arc;
 use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::call::ClientServices;
+use config::ConfigGrant;
 use env::{EnvGrant, EnvVar};
 use files::{EffectiveRoot, Root};
 use network::{NetGate, NetGrant};
@@ -51,6 +54,8 @@ pub struct Grants {
     pub network: Arc<NetGrant>,
     /// Environment variables (`env`), secrets among them.
     pub env: EnvGrant,
+    /// Values for `wasi:config/store` (`config`), secrets among them.
+    pub config: ConfigGrant,
     /// What the tool may ask of the client beyond elicitation
     /// (`allow_sampling`).
     pub services: ServicesGrant,
@@ -74,6 +79,8 @@ pub struct CallGrants {
     pub files: Vec<EffectiveRoot>,
     /// Its environment.
     pub env: Arc<[EnvVar]>,
+    /// Its `wasi:config/store` values.
+    pub config: Arc<[EnvVar]>,
     /// The `wasi:http` hooks that check and send every request.
     pub network: NetGate,
     /// The client's services, as far as the tool may use them.
@@ -85,10 +92,15 @@ pub struct CallGrants {
 impl Grants {
     /// These grants prepared for one call.
     pub fn prepare(&self, call: CallContext<'_>) -> CallGrants {
-        let secrets = self.env.secrets();
+        let secrets: Arc<[String]> = if self.config.secret_values.is_empty() {
+            self.env.secrets()
+        } else {
+            self.secrets().map(str::to_owned).collect()
+        };
         CallGrants {
             files: files::effective_roots(&self.files, call.client_roots),
             env: Arc::clone(&self.env.vars),
+            config: Arc::clone(&self.config.vars),
             network: NetGate::new(
                 Arc::from(call.tool),
                 Arc::clone(&self.network),
@@ -101,7 +113,11 @@ impl Grants {
 
     /// The secret values among the tool's variables.
     pub fn secrets(&self) -> impl Iterator<Item = &str> {
-        self.env.secret_values.iter().map(String::as_str)
+        self.env
+            .secret_values
+            .iter()
+            .chain(self.config.secret_values.iter())
+            .map(String::as_str)
     }
 }
 

@@ -15,6 +15,7 @@ use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::contract::ToolComponent;
 use super::store::HostState;
+use super::wasi_config;
 use super::{
     EPOCH_TICK, LoadError, MAX_CORE_INSTANCES_PER_CALL, MAX_MEMORIES_PER_CALL, MAX_TABLES_PER_CALL,
     SandboxSettings, files,
@@ -94,6 +95,8 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     // grant still loads and gets a clear refusal.
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     ToolComponent::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| state)?;
+    // Served from the tool's `config` grant (nothing unless granted).
+    wasi_config::add_to_linker(&mut linker)?;
 
     spawn_epoch_ticker(&engine);
     Ok(Built {
@@ -138,6 +141,8 @@ pub(super) const PROVIDED_INTERFACES: &[(&str, &str)] = &[
     ("wasi:cli/terminal-stderr", "0.2."),
     ("wasi:http/types", "0.2."),
     ("wasi:http/outgoing-handler", "0.2."),
+    ("wasi:config/store", "0.2.0-draft"),
+    ("wasi:config/store", "0.2.0-rc.1"),
     ("toolcage:tool/types", "0.1."),
     ("toolcage:tool/host", "0.1."),
 ];

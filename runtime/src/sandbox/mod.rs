@@ -44,6 +44,7 @@ mod host;
 mod inspect;
 mod plain;
 mod store;
+mod wasi_config;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -485,7 +486,8 @@ fn missing_message(missing: &[Missing]) -> String {
     format!(
         "cannot be linked: it imports {} {}, which toolcage does not provide; toolcage provides WASI 0.2 \
          (`wasi:cli`, `wasi:clocks`, `wasi:filesystem`, `wasi:io`, `wasi:random`, `wasi:sockets` denied, \
-         `wasi:http` under the tool's network grant) and `toolcage:tool/host`",
+         `wasi:http` under the tool's network grant), `wasi:config/store` (the tool's `config` grant) \
+         and `toolcage:tool/host`",
         if names.len() == 1 {
             "interface"
         } else {

@@ -1,6 +1,18 @@
 // A plain component in JavaScript (componentize-js): its WIT world's
 // exported functions are toolcage tools, with no toolcage SDK. Test-only.
 
+import { get } from 'wasi:config/store@0.2.0-draft';
+
+// A setting read through `wasi:config/store`, as components that take an
+// API key do.
+export function greeting(name) {
+  const greeting = get('greeting');
+  if (greeting === undefined) {
+    throw 'the `greeting` setting is not granted';
+  }
+  return `${greeting}, ${name}!`;
+}
+
 export function reverse(text) {
   return [...text].reverse().join('');
 }
