@@ -377,3 +377,77 @@ async def test_wasi_config_serves_nothing_that_is_not_granted(setup):
     async with session(setup, MODERN) as client:
         result = await client.call_tool("greeting", {"name": "Ada"})
         assert result.is_error and text_of(result) == "the `greeting` setting is not granted"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_operator_exposes_hides_renames_and_describes(setup, era):
+    setup.add("plain", "p.wasm")
+    setup.write_config(
+        NO_CONFIRM
+        + """
+[components."p.wasm"]
+expose = ["divide", "geometry.echo", "greet", "no-such-function"]
+hide = ["greet"]
+rename = { "geometry.echo" = "geo_echo" }
+
+[components."p.wasm".tools.divide]
+description = "Integer division, checked."
+read_only = true
+idempotent = true
+"""
+    )
+    async with session(setup, era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"divide", "geo_echo"}
+        divide = tools["divide"]
+        assert divide.description == "Integer division, checked."
+        # Read-only: no longer destructive, so no confirmation is needed.
+        assert divide.annotations.read_only_hint is True
+        assert divide.annotations.destructive_hint is False
+        assert divide.annotations.idempotent_hint is True
+        result = await client.call_tool("geo_echo", {"text": "hi"})
+        assert text_of(result) == "geometry: hi"
+    report = json.loads(setup.run("--json").stdout)
+    skipped = {s["function"]: s["reason"] for s in report["files"][0]["skipped"]}
+    assert skipped["greet"] == "`greet` is hidden by the config's `hide` list"
+    assert skipped["bounds"] == "`bounds` is not in the config's `expose` list"
+    # A name the rules give that no function has is reported, not ignored.
+    assert "no-such-function" in setup.run().stderr
+
+
+def test_read_only_from_the_config_lifts_the_confirmation(setup):
+    setup.add("plain", "p.wasm")
+    setup.write_config('[components."p.wasm".tools.greet]\nread_only = true\n')
+    result = setup.run("greet", '{"name": "x"}', command="call")
+    assert result.returncode == 0, result.stderr
+    assert "Hello, x!" in result.stdout
+
+
+async def test_missing_imports_may_be_loaded_to_trap_by_the_operator(setup):
+    setup.add("plain-needs")
+    setup.write_config(NO_CONFIRM + '\n[components."plain_needs.wasm"]\nmissing_imports = "trap"\n')
+    async with session(setup, MODERN) as client:
+        # What does not touch the missing import works...
+        result = await client.call_tool("divide", {"a": 6, "b": 3})
+        assert result.structured_content == {"result": 2}
+        # ...and what does gets an error that names it.
+        result = await client.call_tool("greet", {"name": "x"})
+        assert result.is_error
+        assert "`test:plain/elsewhere@0.1.0#fetch`" in text_of(result)
+    assert "missing imports that trap" in setup.stderr()
+
+
+@pytest.mark.parametrize(
+    "section, key",
+    [
+        ('missing_imports = "maybe"', "components.\"p.wasm\".missing_imports"),
+        ('rename = { greet = "not a name!" }', "components.\"p.wasm\".rename.greet"),
+        ("colour = 1", "colour"),
+    ],
+)
+def test_a_bad_components_section_is_a_config_error_naming_the_key(setup, section, key):
+    setup.add("plain", "p.wasm")
+    setup.write_config(f'[components."p.wasm"]\n{section}\n')
+    result = setup.run()
+    assert result.returncode == 2
+    assert key in result.stderr, result.stderr

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::validate::{validate_descriptors, validate_extras};
 use super::{FileError, LoadedComponent, LoadedFile, Template, ToolSpec, hex};
 use crate::call::RawExtras;
-use crate::config::{Config, Limits};
+use crate::config::{Config, Limits, PlainRules};
 use crate::sandbox::Sandbox;
 
 /// A file loaded on its own, before names are resolved across files.
@@ -39,6 +39,8 @@ pub struct LoadRules {
     /// under: the defaults (a file cannot choose its own), with the result
     /// cap set to `server.max_describe_kib`.
     pub limits: Limits,
+    /// How plain components become tools, by file name.
+    pub components: BTreeMap<String, PlainRules>,
 }
 
 impl LoadRules {
@@ -54,7 +56,17 @@ impl LoadRules {
                 max_result_bytes: config.server.max_describe_bytes,
                 ..Limits::default()
             },
+            components: config.components.clone(),
         }
+    }
+
+    /// The rules for the plain component at `path` (by its file name).
+    pub fn plain_for(&self, path: &Path) -> PlainRules {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| self.components.get(n))
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -68,6 +80,7 @@ pub async fn load_file(
     rules: &LoadRules,
 ) -> Option<FileLoad> {
     let pins = &rules.pins;
+    let plain = rules.plain_for(path);
     let bytes = match tokio::fs::read(path).await {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
@@ -81,7 +94,12 @@ pub async fn load_file(
         }
     };
     let digest = hex(&Sha256::digest(&bytes));
-    if let Some(good) = last_good.as_ref().filter(|g| g.component.digest == digest) {
+    // Reused only as it was loaded: the same bytes under the same rules (a
+    // changed `[components."x.wasm"]` section reloads it, from the cache).
+    if let Some(good) = last_good
+        .as_ref()
+        .filter(|g| g.component.digest == digest && g.component.rules == plain)
+    {
         tracing::debug!(file = %path.display(), %digest, "unchanged; reusing the loaded component");
         // The config's pins may have changed since it loaded.
         if let Some(reason) = pin_mismatch(good, pins) {
@@ -118,7 +136,7 @@ pub async fn load_file(
         };
         return Some(refused_update(last_good, digest, reason, added, pins));
     }
-    match compile_and_describe(sandbox, path, bytes, &digest, &rules.limits).await {
+    match compile_and_describe(sandbox, path, bytes, &digest, &rules.limits, &plain).await {
         Ok((file, from_cache)) => {
             let added = match &last_good {
                 Some(good) => added_imports(&file.component.imports, &good.component.imports),
@@ -229,11 +247,13 @@ async fn compile_and_describe(
     bytes: Vec<u8>,
     digest: &str,
     limits: &Limits,
+    rules: &PlainRules,
 ) -> Result<(LoadedFile, bool), FileError> {
     let loaded = {
         let sandbox = Arc::clone(sandbox);
         let digest = digest.to_owned();
-        tokio::task::spawn_blocking(move || sandbox.load(&bytes, &digest)).await
+        let rules = rules.clone();
+        tokio::task::spawn_blocking(move || sandbox.load(&bytes, &digest, &rules)).await
     };
     let loaded = match loaded {
         Ok(Ok(loaded)) => loaded,
@@ -277,6 +297,7 @@ async fn compile_and_describe(
         digest: digest.to_owned(),
         prepared: loaded.prepared,
         imports: loaded.imports,
+        rules: rules.clone(),
     });
     let RawExtras {
         resources,

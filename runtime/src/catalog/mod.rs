@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::call::{Annotations, CallFailure, RawPrompt, RawResource, RawTemplate};
-use crate::config::Config;
+use crate::config::{Config, PlainRules};
 use crate::sandbox::{LoadError, Prepared, Sandbox};
 use crate::schema::Schema;
 use crate::template::UriTemplate;
@@ -69,6 +69,8 @@ pub struct LoadedComponent {
     /// it could use if granted. A new version that imports more is
     /// reported as a capability change.
     pub imports: Vec<String>,
+    /// The operator's rules it was loaded under (`[components."x.wasm"]`).
+    pub rules: PlainRules,
 }
 
 /// A resource template as the component listed it, and compiled.

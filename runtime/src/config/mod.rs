@@ -77,6 +77,41 @@ pub struct Config {
     pub tools: BTreeMap<String, Policy>,
     /// The call journal, if the file asks for one.
     pub journal: Option<JournalConfig>,
+    /// How plain components become tools, per file name in the tools
+    /// folder (`[components."x.wasm"]`).
+    pub components: BTreeMap<String, PlainRules>,
+}
+
+/// What the operator decides about one plain component's functions
+/// (`[components."x.wasm"]`). Functions are named by the tool name toolcage
+/// gives them, before any renaming (as `toolcage list` shows them without
+/// this section).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlainRules {
+    /// Only these become tools (`expose`), if set.
+    pub expose: Option<Vec<String>>,
+    /// Never tools (`hide`).
+    pub hide: Vec<String>,
+    /// New tool names (`rename`).
+    pub rename: BTreeMap<String, String>,
+    /// Load the component even when it imports what the sandbox does not
+    /// provide; calling a missing import traps (`missing_imports = "trap"`).
+    pub trap_missing_imports: bool,
+    /// Descriptions and hints, per function (`[components."x.wasm".tools.NAME]`).
+    pub tools: BTreeMap<String, ToolOverride>,
+}
+
+/// The operator's description and hints for one plain tool; `None` keeps
+/// what toolcage derives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct ToolOverride {
+    pub description: Option<String>,
+    pub title: Option<String>,
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
 }
 
 /// Where and how the call journal is written.
@@ -274,6 +309,7 @@ impl Default for Config {
             defaults: Policy::default(),
             tools: BTreeMap::new(),
             journal: None,
+            components: BTreeMap::new(),
         }
     }
 }

@@ -56,7 +56,7 @@ use wasmtime::component::Linker;
 use crate::call::{
     CallFailure, CallReport, EventSink, PromptOutput, RawDescriptor, RawExtras, ResourceContent,
 };
-use crate::config::Limits;
+use crate::config::{Limits, PlainRules};
 use crate::grants::CallGrants;
 use contract::Contract;
 pub use inspect::Missing;
@@ -256,10 +256,15 @@ impl Sandbox {
     ///
     /// The bytes are not a component, do not compile, import something the
     /// sandbox does not provide, or do not export the contract.
-    pub fn load(&self, bytes: &[u8], digest: &str) -> Result<Loaded, LoadError> {
+    pub fn load(
+        &self,
+        bytes: &[u8],
+        digest: &str,
+        rules: &PlainRules,
+    ) -> Result<Loaded, LoadError> {
         // Before compiling: what the file is and whether it can link.
         let (inspected, missing) = inspect(bytes)?;
-        if !missing.is_empty() {
+        if !missing.is_empty() && !rules.trap_missing_imports {
             return Err(LoadError::Missing(missing));
         }
         let (component, from_cache) = engine::compile(
@@ -270,14 +275,31 @@ impl Sandbox {
             digest,
         )?;
         let imports = engine::imports(&self.engine, &component);
+        // The operator's opt-in: what the sandbox lacks traps when called.
+        let trapping;
+        let linker = if missing.is_empty() {
+            &self.linker
+        } else {
+            let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+            tracing::warn!(
+                imports = %names.join(", "),
+                "loading with missing imports that trap when called (`missing_imports = \"trap\"`)"
+            );
+            let mut linker = self.linker.clone();
+            linker
+                .define_unknown_imports_as_traps(&component)
+                .map_err(|error| LoadError::Link(format!("{error:#}")))?;
+            trapping = linker;
+            &trapping
+        };
         let kind = match inspected {
-            Inspected::Contract => Kind::Contract(Contract::prepare(&self.linker, &component)?),
+            Inspected::Contract => Kind::Contract(Contract::prepare(linker, &component)?),
             Inspected::Plain(resolve, world) => {
-                let tools = PlainTools::from_world(&resolve, world);
-                Kind::Plain(Plain::prepare(&self.linker, &component, tools)?)
+                let tools = PlainTools::from_world(&resolve, world, rules);
+                Kind::Plain(Plain::prepare(linker, &component, tools)?)
             }
             Inspected::Undecoded(why) => Kind::Contract(
-                Contract::prepare(&self.linker, &component).map_err(|error| match error {
+                Contract::prepare(linker, &component).map_err(|error| match error {
                     LoadError::Contract(message) => LoadError::Contract(format!(
                         "{message} (and its type could not be read as WIT: {why})"
                     )),

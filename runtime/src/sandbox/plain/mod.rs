@@ -39,7 +39,7 @@ use super::LoadError;
 use super::inspect::{key_name, unversioned};
 use super::store::{HostState, Run};
 use crate::call::{Annotations, CallFailure, Content, RawDescriptor, ToolResult};
-use crate::config::Limits;
+use crate::config::{Limits, PlainRules, ToolOverride};
 use crate::json;
 use shape::{SchemaBuilder, Shape, Shapes};
 
@@ -78,7 +78,7 @@ pub(super) struct PlainTools {
 
 impl PlainTools {
     /// The tools of the component whose type is `world` in `resolve`.
-    pub(super) fn from_world(resolve: &Resolve, world: WorldId) -> PlainTools {
+    pub(super) fn from_world(resolve: &Resolve, world: WorldId, rules: &PlainRules) -> PlainTools {
         let mut tools = PlainTools {
             functions: Vec::new(),
             skipped: Vec::new(),
@@ -162,21 +162,49 @@ impl PlainTools {
                 })
                 .collect::<Vec<_>>(),
         );
+        let derived: Vec<String> = names
+            .iter()
+            .filter_map(|n| n.as_ref().ok().cloned())
+            .collect();
+        warn_unknown(rules, &derived);
+        let mut finals: HashSet<String> = HashSet::new();
         for ((interface, _, function, params, result), name) in accepted.into_iter().zip(names) {
             let label = match &interface {
                 Some(interface) => format!("{interface}#{}", function.name),
                 None => function.name.clone(),
             };
-            let name = match name {
+            let mut skip = |reason: String| {
+                tools.skipped.push(Skipped {
+                    function: label.clone(),
+                    reason,
+                });
+            };
+            let derived = match name {
                 Ok(name) => name,
                 Err(reason) => {
-                    tools.skipped.push(Skipped {
-                        function: label,
-                        reason,
-                    });
+                    skip(reason);
                     continue;
                 }
             };
+            if rules.expose.as_ref().is_some_and(|e| !e.contains(&derived)) {
+                skip(format!("`{derived}` is not in the config's `expose` list"));
+                continue;
+            }
+            if rules.hide.contains(&derived) {
+                skip(format!("`{derived}` is hidden by the config's `hide` list"));
+                continue;
+            }
+            let name = rules
+                .rename
+                .get(&derived)
+                .cloned()
+                .unwrap_or_else(|| derived.clone());
+            if !finals.insert(name.clone()) {
+                skip(format!(
+                    "its tool name `{name}` (renamed in the config) is taken by another export of the same component"
+                ));
+                continue;
+            }
             match descriptor(
                 resolve,
                 &name,
@@ -185,22 +213,62 @@ impl PlainTools {
                 &params,
                 result.as_deref(),
             ) {
-                Ok(descriptor) => tools.functions.push(PlainFunction {
-                    tool: name,
-                    interface,
-                    function: function.name.clone(),
-                    params,
-                    result,
-                    descriptor,
-                }),
-                Err(reason) => tools.skipped.push(Skipped {
-                    function: label,
-                    reason,
-                }),
+                Ok(mut descriptor) => {
+                    if let Some(o) = rules.tools.get(&derived) {
+                        apply_override(&mut descriptor, o);
+                    }
+                    tools.functions.push(PlainFunction {
+                        tool: name,
+                        interface,
+                        function: function.name.clone(),
+                        params,
+                        result,
+                        descriptor,
+                    });
+                }
+                Err(reason) => skip(reason),
             }
         }
         tools
     }
+}
+
+/// Log the names the operator's rules give that no function has, so a
+/// typo is not silently ignored.
+fn warn_unknown(rules: &PlainRules, derived: &[String]) {
+    let known = |name: &String| derived.contains(name);
+    let unknown: Vec<&String> = rules
+        .expose
+        .iter()
+        .flatten()
+        .chain(&rules.hide)
+        .chain(rules.rename.keys())
+        .chain(rules.tools.keys())
+        .filter(|name| !known(name))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|n| n.as_str()).collect();
+        tracing::warn!(
+            names = %names.join(", "),
+            "the config's `[components.…]` section names functions this component does not export as tools"
+        );
+    }
+}
+
+/// The operator's description and hints over the derived ones.
+fn apply_override(descriptor: &mut RawDescriptor, o: &ToolOverride) {
+    if let Some(description) = &o.description {
+        descriptor.description.clone_from(description);
+    }
+    if o.title.is_some() {
+        descriptor.title.clone_from(&o.title);
+    }
+    let a = &mut descriptor.annotations;
+    a.read_only = o.read_only.unwrap_or(a.read_only);
+    // A read-only tool is not destructive unless the operator says so.
+    a.destructive = o.destructive.unwrap_or(a.destructive && !a.read_only);
+    a.idempotent = o.idempotent.unwrap_or(a.idempotent);
+    a.open_world = o.open_world.unwrap_or(a.open_world);
 }
 
 /// Exports that build tools add to every component they make, which are
@@ -633,7 +701,7 @@ mod tests {
         let world = resolve
             .select_world(&[package], Some("w"))
             .expect("world w");
-        PlainTools::from_world(&resolve, world)
+        PlainTools::from_world(&resolve, world, &PlainRules::default())
     }
 
     fn names(tools: &PlainTools) -> Vec<&str> {
@@ -674,7 +742,7 @@ mod tests {
             )
             .expect("parses");
         let world = resolve.select_world(&[package], Some("w")).expect("w");
-        let t = PlainTools::from_world(&resolve, world);
+        let t = PlainTools::from_world(&resolve, world, &PlainRules::default());
         assert_eq!(names(&t), ["a.b.x.f", "c.d.x.f"]);
     }
 
@@ -746,7 +814,7 @@ mod tests {
             )
             .expect("parses");
         let world = resolve.select_world(&[package], Some("w")).expect("w");
-        let t = PlainTools::from_world(&resolve, world);
+        let t = PlainTools::from_world(&resolve, world, &PlainRules::default());
         assert_eq!(names(&t), ["f"]);
         assert!(skipped(&t, "#run").contains("WASI entry point"));
     }
