@@ -1,4 +1,6 @@
-//! The `toolcage` command: `serve`, `list` and `call`.
+//! The `toolcage` command: `serve`, `list`, `call`, `pin`, `journal` and
+//! `embed-docs`. One file (about 800 lines): each command is one arm of
+//! `run` and the helpers it alone uses; the work itself is the library's.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@
 //! Policy belongs to the operator: nothing a tool component says can widen
 //! what this file grants.
 
+mod components;
 mod raw;
 
 use std::collections::BTreeMap;
