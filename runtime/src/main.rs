@@ -645,6 +645,9 @@ fn capability_summary(imports: &[String]) -> String {
     if has("wasi:cli/environment") {
         uses.push("environment (granted variables)");
     }
+    if has("wasi:config/store") {
+        uses.push("configuration values (granted `config`)");
+    }
     if has("wasi:sockets/") {
         uses.push("sockets (always denied)");
     }

@@ -61,6 +61,12 @@ def test_broken_components_are_skipped_with_a_reason_and_the_rest_serve(setup):
     assert "not a WebAssembly component" in reasons["garbage.wasm"]
     assert "core WebAssembly module" in reasons["core-module.wasm"]
     assert "failed to compile" in reasons["half.wasm"]
+    # The verdict is cached with the compiled artefacts: the next load does
+    # not compile the file again, and says the same.
+    half_digest = files["half.wasm"]["digest"]
+    assert list(setup.cache_dir.glob(f"{half_digest}-*.refused"))
+    again = {f["file"].rsplit("/", 1)[1]: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    assert again["half.wasm"]["error"] == reasons["half.wasm"]
 
     text = setup.run()
     assert text.returncode == 1

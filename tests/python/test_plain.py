@@ -366,6 +366,8 @@ async def test_a_javascript_plain_component_runs_unchanged(setup, era):
         assert result.is_error and text_of(result) == 'not a non-negative integer: "x"'
         result = await client.call_tool("word-count", {"text": "a b  c"})
         assert result.structured_content == {"result": 3}
+    # `toolcage list` says it may read granted configuration values.
+    assert "configuration values (granted `config`)" in setup.run().stdout
 
 
 async def test_wasi_config_serves_nothing_that_is_not_granted(setup):

@@ -83,6 +83,15 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     let key = {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
+        // The pool's limits decide whether a component compiles at all, and
+        // a refusal is cached too: a new limit must not meet an old verdict.
+        (
+            MAX_CORE_INSTANCES_PER_CALL,
+            MAX_MEMORIES_PER_CALL,
+            MAX_TABLES_PER_CALL,
+            MAX_MEMORY_MIB,
+        )
+            .hash(&mut hasher);
         format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish())
     };
 
@@ -176,8 +185,30 @@ pub(super) fn compile(
         }
     }
 
-    let component =
-        Component::new(engine, bytes).map_err(|error| LoadError::Compile(format!("{error:#}")))?;
+    // A file that failed to compile fails again: its verdict is cached
+    // beside the artefacts, so a large component that cannot load costs
+    // its compile once, not on every reload and `toolcage list`.
+    let refused_file = cache_file
+        .as_ref()
+        .map(|path| path.with_extension("refused"));
+    if let Some(message) = refused_file
+        .as_ref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+    {
+        return Err(LoadError::Compile(message));
+    }
+    let component = match Component::new(engine, bytes) {
+        Ok(component) => component,
+        Err(error) => {
+            let message = format!("{error:#}");
+            if let Some(path) = &refused_file
+                && let Err(error) = write_atomically(path, message.as_bytes())
+            {
+                tracing::warn!(file = %path.display(), %error, "cannot write compile cache");
+            }
+            return Err(LoadError::Compile(message));
+        }
+    };
     if let Some(path) = &cache_file
         && let Err(error) = write_cache(path, &component)
     {
@@ -224,10 +255,15 @@ pub(super) fn check_component_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// Write a serialised component atomically: to a temporary file in the same
 /// folder, then rename, so a concurrent reader never sees half a file.
 fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
+    write_atomically(path, &component.serialize()?)
+}
+
+/// Write `bytes` to `path` in the cache folder (made private if new),
+/// through a temporary file and a rename, so a reader never sees half.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
 
     use anyhow::Context as _;
-    let bytes = component.serialize()?;
     let dir = path.parent().context("cache path has no folder")?;
     if !dir.is_dir() {
         // Private: a compiled artefact is trusted native code, so nobody else

@@ -91,10 +91,12 @@ pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
 /// Core module instances one component instance may create. Measured
 /// (wasmtime's own count, per toolchain): a Rust `wasm32-wasip2` component
 /// creates 3, componentize-js 4, C with the preview1 adapter 4,
-/// componentize-py 14; room is left for Python extension libraries. The
-/// pool holds this many per slot, so one call can never take another
-/// call's share.
-pub const MAX_CORE_INSTANCES_PER_CALL: u32 = 32;
+/// componentize-py 14, and 38 (0.25) to 41 (0.17) with `--stub-wasi`, as
+/// wassette's eval-py is built; room is left for Python extension
+/// libraries. The pool holds this many per slot (its metadata is reserved
+/// address space, touched only as instances use it), so one call can
+/// never take another call's share.
+pub const MAX_CORE_INSTANCES_PER_CALL: u32 = 64;
 /// Linear memories one component instance may define: every toolchain above
 /// defines one; room for two components composed into one.
 pub const MAX_MEMORIES_PER_CALL: u32 = 4;
