@@ -61,7 +61,10 @@ pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadErr
     if let Some(docs) = &docs
         && !docs::merge(&mut resolve, world, docs)
     {
-        tracing::debug!("the component's `package-docs` section could not be read; ignored");
+        tracing::warn!(
+            bytes = docs.len(),
+            "the component's `package-docs` section could not be read (or is over 1 MiB); its WIT docs are ignored"
+        );
     }
     let Some(w) = resolve.worlds.get(world) else {
         return Ok((Inspected::Undecoded("no world".into()), Vec::new()));

@@ -16,6 +16,10 @@ use wit_parser::{Docs, Resolve, TypeDefKind, TypeOwner, WorldId, WorldItem, Worl
 /// The custom section's name.
 const SECTION: &str = "package-docs";
 
+/// The largest docs section read, in bytes; a larger one is ignored (real
+/// ones are a few KiB: a comment per function, type and field).
+pub const MAX_DOCS_BYTES: usize = 1024 * 1024;
+
 /// The bytes of a component without its top-level `package-docs` section,
 /// and that section's contents. `None` when there is no such section (or
 /// the top level does not parse as sections, which decoding then reports).
@@ -114,6 +118,9 @@ fn leb_u32(bytes: &[u8]) -> Option<(u32, usize)> {
 /// interfaces by their own name from the package's interfaces. Returns
 /// whether the section could be read at all.
 pub fn merge(resolve: &mut Resolve, world: WorldId, data: &[u8]) -> bool {
+    if data.len() > MAX_DOCS_BYTES {
+        return false;
+    }
     let Some((&version, json)) = data.split_first() else {
         return false;
     };
@@ -309,5 +316,45 @@ mod tests {
         assert_eq!(leb_u32(&[0xe5, 0x8e, 0x26]), Some((624_485, 3)));
         assert_eq!(leb_u32(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), None);
         assert_eq!(leb_u32(&[]), None);
+    }
+
+    fn world(text: &str) -> (Resolve, WorldId) {
+        let mut resolve = Resolve::new();
+        let package = resolve.push_str("t.wit", text).expect("parses");
+        let world = resolve.select_world(&[package], Some("w")).expect("w");
+        (resolve, world)
+    }
+
+    fn function_docs(resolve: &Resolve, world: WorldId) -> Option<String> {
+        resolve.worlds[world]
+            .exports
+            .values()
+            .find_map(|item| match item {
+                WorldItem::Function(f) => f.docs.contents.clone(),
+                _ => None,
+            })
+    }
+
+    #[test]
+    fn merge_sets_docs_by_name_and_ignores_what_it_cannot_read() {
+        let (mut resolve, w) = world("package a:b; world w { export f: func(); }");
+        // Version 1, then the package's metadata, keyed by its own world
+        // name; unknown members are ignored.
+        let mut data = vec![1u8];
+        data.extend_from_slice(
+            br#"{"worlds":{"pkg-world":{"funcs":{"f":{"docs":"Does f."}}}},"unknown":1}"#,
+        );
+        assert!(merge(&mut resolve, w, &data));
+        assert_eq!(function_docs(&resolve, w).as_deref(), Some("Does f."));
+
+        for bad in [&b""[..], b"\x07{}", b"\x01not json", b"\x01[1,2]"] {
+            let (mut resolve, w) = world("package a:b; world w { export f: func(); }");
+            assert!(!merge(&mut resolve, w, bad));
+            assert_eq!(function_docs(&resolve, w), None);
+        }
+        let mut huge = vec![1u8];
+        huge.extend(std::iter::repeat_n(b' ', MAX_DOCS_BYTES));
+        let (mut resolve, w) = world("package a:b; world w { export f: func(); }");
+        assert!(!merge(&mut resolve, w, &huge));
     }
 }
