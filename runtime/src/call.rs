@@ -86,6 +86,10 @@ pub enum CallFailure {
     /// Panicked; the message comes from its stderr.
     #[error("panicked: {0}")]
     Panic(String),
+    /// Raised an exception its language runtime did not turn into a result
+    /// (Python, JavaScript); the message comes from its stderr.
+    #[error("raised an error: {0}")]
+    Raised(String),
     /// Trapped for another reason.
     #[error("crashed: {0}")]
     Trap(String),

@@ -322,7 +322,7 @@ async def test_a_python_plain_component_runs_unchanged(setup, era):
     setup.write_config(NO_CONFIRM)
     async with session(setup, era) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"add", "divide", "words", "stats"}
+        assert set(tools) == {"add", "divide", "words", "stats", "fail"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["properties"]["a"]["minimum"] == S64_MIN
         result = await client.call_tool("add", {"a": 2**62, "b": 2**62 - 1})
@@ -335,6 +335,13 @@ async def test_a_python_plain_component_runs_unchanged(setup, era):
         assert result.structured_content == {"result": ["A", "BC"]}
         result = await client.call_tool("stats", {"text": "héllo world"})
         assert result.structured_content == {"result": {"words": 2, "chars": 11}}
+        # An exception with no `result` to carry it: the author's message,
+        # not componentize-py's own panic.
+        result = await client.call_tool("fail", {"why": "x"})
+        assert result.is_error
+        assert text_of(result) == "tool `fail` raised an error: ValueError: failed on purpose: x"
+        result = await client.call_tool("add", {"a": 1, "b": 1})
+        assert result.structured_content == {"result": 2}
     report = json.loads(setup.run("--json").stdout)
     skipped = {s["function"]: s["reason"] for s in report["files"][0]["skipped"]}
     assert skipped == {"exports#init": "componentize-py's start-up export, not a tool"}
@@ -351,7 +358,7 @@ async def test_a_javascript_plain_component_runs_unchanged(setup, era):
     setup.write_config(NO_CONFIRM + f'\n[tools.greeting.config]\ngreeting = {{ file = "{secret}" }}\n')
     async with session(setup, era) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"reverse", "shout", "parse", "word-count", "greeting"}
+        assert set(tools) == {"reverse", "shout", "parse", "word-count", "greeting", "boom"}
         # `wasi:config/store` serves the tool's `config` grant.
         result = await client.call_tool("greeting", {"name": "Ada"})
         assert text_of(result) == "Bonjour, Ada!"
@@ -366,6 +373,10 @@ async def test_a_javascript_plain_component_runs_unchanged(setup, era):
         assert result.is_error and text_of(result) == 'not a non-negative integer: "x"'
         result = await client.call_tool("word-count", {"text": "a b  c"})
         assert result.structured_content == {"result": 3}
+        # A throw with no `result`: the thrown message, not a wasm trap.
+        result = await client.call_tool("boom", {"why": "x"})
+        assert result.is_error
+        assert text_of(result) == "tool `boom` raised an error: boom on purpose: x"
     # `toolcage list` says it may read granted configuration values.
     assert "configuration values (granted `config`)" in setup.run().stdout
 

@@ -226,7 +226,13 @@ impl Run {
         // A refused memory growth the tool handled does not explain a later
         // panic; the panic message does (and says the limit was hit).
         let memory_denied = store.data().limiter.memory_denied;
-        if let Some(message) = panic_message(&self.stderr.peek()) {
+        let stderr = self.stderr.peek();
+        // An exception a Python or JavaScript runtime printed before it
+        // aborted: the author's message, not the runtime's own panic.
+        if let Some(message) = raised_message(&stderr) {
+            return CallFailure::Raised(message);
+        }
+        if let Some(message) = panic_message(&stderr) {
             return CallFailure::Panic(if memory_denied {
                 format!(
                     "{message} (after its memory limit of {} MiB refused to grow)",
@@ -309,6 +315,40 @@ pub(super) fn panic_message(stderr: &[u8]) -> Option<String> {
         .take_while(|line| !line.starts_with("note: run with `RUST_BACKTRACE"))
         .collect();
     Some(format!("{} (at {location})", message.join("\n").trim()))
+}
+
+/// The longest exception message reported, in bytes.
+const MAX_RAISED_BYTES: usize = 1024;
+
+/// The exception a language runtime printed to stderr before it trapped:
+/// Python's last traceback line (`ValueError: bad input`, as componentize-py
+/// prints it before its own panic), or the message before a JavaScript
+/// `Stack:` report (componentize-js / StarlingMonkey).
+pub(super) fn raised_message(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let message = if let Some(start) = text.rfind("Traceback (most recent call last):") {
+        // The exception line is the first unindented line after the frames.
+        text[start..]
+            .lines()
+            .skip(1)
+            .find(|line| !line.starts_with(' ') && !line.trim().is_empty())?
+            .trim()
+            .to_owned()
+    } else if let Some(end) = text.rfind("\nStack:\n") {
+        let before = &text[..end];
+        let paragraph = before.rsplit("\n\n").next().unwrap_or(before);
+        paragraph.trim().to_owned()
+    } else {
+        return None;
+    };
+    if message.is_empty() {
+        return None;
+    }
+    let mut cut = message.len().min(MAX_RAISED_BYTES);
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(message[..cut].to_owned())
 }
 
 /// Caps the total linear memory of one call and records the peak. Growth
@@ -449,5 +489,22 @@ mod tests {
             Some("boom: 42 (at src/lib.rs:10:5)")
         );
         assert_eq!(panic_message(b"nothing here"), None);
+    }
+
+    #[test]
+    fn exceptions_of_python_and_javascript_runtimes_are_extracted() {
+        // componentize-py: the traceback, then its own Rust panic.
+        let python = b"Traceback (most recent call last):\n  File \"app.py\", line 9, in call\n    raise ValueError(\"bad input\")\nValueError: bad input\n\nthread '<unnamed>' panicked at runtime/src/lib.rs:1280:25:\nPython function threw an unexpected exception\n";
+        assert_eq!(raised_message(python).as_deref(), Some("ValueError: bad input"));
+        // componentize-js (StarlingMonkey).
+        let js = b"kaboom: x\nStack:\n  boom@app.js:1:36\n  export_boom@initializer.js:69:15\n\nRedirecting call to abort() to mozalloc_abort\n";
+        assert_eq!(raised_message(js).as_deref(), Some("kaboom: x"));
+        let later = b"earlier output\n\nfirst: 1\nStack:\n  a@x.js:1:1\n\nsecond\nline two\nStack:\n  b@x.js:2:2\n";
+        assert_eq!(raised_message(later).as_deref(), Some("second\nline two"));
+        // A Rust panic is not an exception; nothing is nothing.
+        assert_eq!(raised_message(b"thread 'main' panicked at src/lib.rs:1:1:\nboom\n"), None);
+        assert_eq!(raised_message(b""), None);
+        let long = format!("{}\nStack:\n", "\u{e9}".repeat(2000));
+        assert!(raised_message(long.as_bytes()).is_some_and(|m| m.len() <= MAX_RAISED_BYTES));
     }
 }

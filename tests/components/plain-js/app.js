@@ -31,6 +31,12 @@ export function parse(text) {
   return Number(text);
 }
 
+// A throw with no `result` to carry it: the runtime aborts; toolcage
+// reports the message it printed.
+export function boom(why) {
+  throw new Error(`boom on purpose: ${why}`);
+}
+
 export const text = {
   wordCount(text) {
     return text.split(/\s+/).filter((w) => w.length > 0).length;

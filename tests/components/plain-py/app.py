@@ -16,6 +16,9 @@ class WitWorld(wit_world.WitWorld):
             raise Err(f"cannot divide {a} by zero")
         return a / b
 
+    def fail(self, why: str) -> str:
+        raise ValueError(f"failed on purpose: {why}")
+
     def words(self, text: str, shout: bool | None) -> list[str]:
         words = text.split()
         return [w.upper() for w in words] if shout else words
