@@ -533,10 +533,12 @@ def component_with_core_instances(count: int, memory: bool) -> bytes:
 def test_a_component_needing_more_than_its_share_of_the_pool_is_refused_at_load(setup):
     setup.add("time")
     (setup.tools_dir / "memories.wasm").write_bytes(component_with_core_instances(5, memory=True))
-    (setup.tools_dir / "instances.wasm").write_bytes(component_with_core_instances(33, memory=False))
+    (setup.tools_dir / "instances.wasm").write_bytes(component_with_core_instances(65, memory=False))
     files = {Path(f["file"]).name: f for f in json.loads(setup.run("--json").stdout)["files"]}
     assert "contains 5 Wasm linear memories, which exceeds the configured maximum of 4" in (
         files["memories.wasm"]["error"]
     ), files["memories.wasm"]
-    assert "exceeds the configured maximum of 32" in files["instances.wasm"]["error"], files["instances.wasm"]
+    assert "contains 65 core module instances, which exceeds the configured maximum of 64" in (
+        files["instances.wasm"]["error"]
+    ), files["instances.wasm"]
     assert files["time_tool.wasm"]["status"] == "loaded"
