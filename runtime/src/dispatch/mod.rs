@@ -40,7 +40,7 @@ use crate::catalog::{FileStatus, LoadedTool, Registry};
 use crate::config::{Config, Limits, Policy};
 use crate::grants;
 use crate::journal::{ClientId, Journal};
-use crate::sandbox::{CallSpec, Sandbox};
+use crate::sandbox::{CallSpec, Checked, Sandbox};
 
 /// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
 /// (a cancelled guest stops at its next epoch tick, 10 ms).
@@ -332,7 +332,7 @@ impl Dispatcher {
         self.admit(name)?;
         let tool = self.resolve(name)?;
         record.served_by(&tool.component);
-        self.check_parameters(&tool, arguments)?;
+        let checked = self.check_parameters(&tool, arguments)?;
         let arguments_text = check_arguments(&tool, arguments).await?;
         // Before anything runs, and before taking a permit (a person may
         // take minutes to answer).
@@ -355,6 +355,7 @@ impl Dispatcher {
                 CallSpec {
                     name,
                     arguments: &arguments_text,
+                    checked,
                     limits: &policy.limits,
                     grants,
                     events,
@@ -408,7 +409,7 @@ impl Dispatcher {
     /// The arguments against the component's typed parameters, where its
     /// kind has them (a plain component): the precise problem, with its
     /// path, before the schema's more general one.
-    fn check_parameters(&self, tool: &LoadedTool, arguments: &Value) -> Result<(), Box<Stop>> {
+    fn check_parameters(&self, tool: &LoadedTool, arguments: &Value) -> Result<Checked, Box<Stop>> {
         let name = &tool.spec.descriptor.name;
         self.sandbox
             .check_arguments(&tool.component.prepared, name, arguments)

@@ -213,6 +213,12 @@ pub struct Loaded {
     pub from_cache: bool,
 }
 
+/// Arguments as [`Sandbox::check_arguments`] converted them for the
+/// component's kind (a plain component's typed values), handed to the call
+/// so it does not parse and convert them again. Opaque outside the sandbox.
+#[derive(Default)]
+pub struct Checked(Option<Vec<wasmtime::component::Val>>);
+
 /// One call: tool `name` with `arguments` (JSON text) under `limits`,
 /// reaching what `grants` give, forwarding `log`/`progress` to `events`,
 /// stopping when `cancel` fires.
@@ -221,6 +227,8 @@ pub struct CallSpec<'a> {
     pub name: &'a str,
     /// The arguments, a JSON object as text.
     pub arguments: &'a str,
+    /// The same, as `check_arguments` converted them (or the default).
+    pub checked: Checked,
     /// The limits.
     pub limits: &'a Limits,
     /// The tool's grants, prepared for this call.
@@ -401,10 +409,10 @@ impl Sandbox {
         component: &Prepared,
         name: &str,
         arguments: &serde_json::Value,
-    ) -> Result<(), String> {
+    ) -> Result<Checked, String> {
         match &component.kind {
-            Kind::Contract(_) => Ok(()),
-            Kind::Plain(p) => p.check_arguments(name, arguments),
+            Kind::Contract(_) => Ok(Checked::default()),
+            Kind::Plain(p) => p.check_arguments(name, arguments).map(Checked),
         }
     }
 
@@ -413,6 +421,7 @@ impl Sandbox {
         let CallSpec {
             name,
             arguments,
+            checked,
             limits,
             grants,
             events,
@@ -422,7 +431,10 @@ impl Sandbox {
         let mut run = Run::start(&self.engine, self.fuel_metering, limits, grants, events);
         let outcome = match &component.kind {
             Kind::Contract(c) => c.call(&mut run, name, arguments, limits, cancel).await,
-            Kind::Plain(p) => p.call(&mut run, name, arguments, limits, cancel).await,
+            Kind::Plain(p) => {
+                p.call(&mut run, name, (arguments, checked.0), limits, cancel)
+                    .await
+            }
         };
         CallReport {
             outcome,

@@ -495,14 +495,20 @@ mod tests {
     fn exceptions_of_python_and_javascript_runtimes_are_extracted() {
         // componentize-py: the traceback, then its own Rust panic.
         let python = b"Traceback (most recent call last):\n  File \"app.py\", line 9, in call\n    raise ValueError(\"bad input\")\nValueError: bad input\n\nthread '<unnamed>' panicked at runtime/src/lib.rs:1280:25:\nPython function threw an unexpected exception\n";
-        assert_eq!(raised_message(python).as_deref(), Some("ValueError: bad input"));
+        assert_eq!(
+            raised_message(python).as_deref(),
+            Some("ValueError: bad input")
+        );
         // componentize-js (StarlingMonkey).
         let js = b"kaboom: x\nStack:\n  boom@app.js:1:36\n  export_boom@initializer.js:69:15\n\nRedirecting call to abort() to mozalloc_abort\n";
         assert_eq!(raised_message(js).as_deref(), Some("kaboom: x"));
         let later = b"earlier output\n\nfirst: 1\nStack:\n  a@x.js:1:1\n\nsecond\nline two\nStack:\n  b@x.js:2:2\n";
         assert_eq!(raised_message(later).as_deref(), Some("second\nline two"));
         // A Rust panic is not an exception; nothing is nothing.
-        assert_eq!(raised_message(b"thread 'main' panicked at src/lib.rs:1:1:\nboom\n"), None);
+        assert_eq!(
+            raised_message(b"thread 'main' panicked at src/lib.rs:1:1:\nboom\n"),
+            None
+        );
         assert_eq!(raised_message(b""), None);
         let long = format!("{}\nStack:\n", "\u{e9}".repeat(2000));
         assert!(raised_message(long.as_bytes()).is_some_and(|m| m.len() <= MAX_RAISED_BYTES));

@@ -235,6 +235,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                         CallSpec {
                             name: &op.name,
                             arguments: &text,
+                            checked: Default::default(),
                             limits: &op.policy.limits,
                             grants: op.policy.grants.prepare(GrantContext {
                                 tool: &op.name,

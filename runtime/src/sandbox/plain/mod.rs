@@ -556,23 +556,28 @@ impl Plain {
 
     /// Whether `arguments` convert to tool `name`'s parameters; the first
     /// problem, with its path, if not.
-    pub(super) fn check_arguments(&self, name: &str, arguments: &Value) -> Result<(), String> {
+    pub(super) fn check_arguments(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Option<Vec<Val>>, String> {
         let Some((function, _)) = self.functions.iter().find(|(f, _)| f.tool == name) else {
-            return Ok(());
+            return Ok(None);
         };
         let Value::Object(arguments) = arguments else {
             return Err("the arguments are not a JSON object".into());
         };
-        value::params(&function.params, arguments).map(drop)
+        value::params(&function.params, arguments).map(Some)
     }
 
-    /// Tool `name` with `arguments` (a JSON object as text), in `run`'s
-    /// fresh instance.
+    /// Tool `name` with `params` (the arguments as `check_arguments`
+    /// converted them, once per call), in `run`'s fresh instance; `None`
+    /// converts `arguments` (a JSON object as text) here.
     pub(super) async fn call(
         &self,
         run: &mut Run,
         name: &str,
-        arguments: &str,
+        (arguments, params): (&str, Option<Vec<Val>>),
         limits: &Limits,
         cancel: &CancellationToken,
     ) -> Result<ToolResult, CallFailure> {
@@ -581,24 +586,22 @@ impl Plain {
                 "the component has no function for tool `{name}`"
             )));
         };
-        let budget =
-            usize::try_from(limits.max_result_bytes.saturating_mul(4)).unwrap_or(usize::MAX);
-        let arguments = match json::parse(arguments, budget.max(arguments.len().saturating_mul(16)))
-        {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => return Ok(error_result("the arguments are not a JSON object".into())),
-            Err(error) => {
-                return Ok(error_result(format!(
-                    "the arguments could not be read: {error}"
-                )));
-            }
-        };
-        let params = match value::params(&function.params, &arguments) {
-            Ok(params) => params,
-            Err(message) => {
-                return Ok(error_result(format!(
-                    "the arguments do not fit the function's parameters: {message}; the tool was not run"
-                )));
+        let params = match params {
+            Some(params) => params,
+            None => {
+                let budget = arguments.len().saturating_mul(16).max(64 * 1024);
+                let converted = match json::parse(arguments, budget) {
+                    Ok(value) => self.check_arguments(name, &value),
+                    Err(error) => Err(format!("the arguments could not be read: {error}")),
+                };
+                match converted {
+                    Ok(params) => params.unwrap_or_default(),
+                    Err(message) => {
+                        return Ok(error_result(format!(
+                            "the arguments do not fit the function's parameters: {message}; the tool was not run"
+                        )));
+                    }
+                }
             }
         };
         let arity = usize::from(function.result.is_some());
