@@ -74,6 +74,25 @@ pub struct ClientId {
     /// The client's name and version from its `clientInfo`, if it sent one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Who the access token says is calling (HTTP with `[http.oauth]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerRecord>,
+}
+
+/// An authenticated caller, as the journal records it: never the token.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct CallerRecord {
+    /// The `[[callers]]` entry that applied, if entries exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// The token's issuer.
+    pub issuer: String,
+    /// Its subject.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The client it was issued to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// One call, as the dispatcher saw it.

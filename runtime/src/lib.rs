@@ -39,6 +39,7 @@
 
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod call;
 pub mod catalog;
 pub mod config;

@@ -366,6 +366,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     transport: "cli",
                     ..ClientId::default()
                 },
+                caller: None,
             };
             let output = host.dispatcher.call(&tool, Some(arguments), context).await;
             // The call's journal line is written before anything else happens.

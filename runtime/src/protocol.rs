@@ -42,6 +42,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, Su
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
+use crate::auth::{self, Caller};
 use crate::call::{
     Content, GuestEvent, LogLevel, PromptRole, RawPrompt, RawResource, RawTemplate, ResourceBody,
 };
@@ -49,7 +50,7 @@ use crate::call::{PendingAsk, PendingInput};
 use crate::catalog::ToolDescriptor;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
 use crate::grants::files::file_uri_path;
-use crate::journal::ClientId;
+use crate::journal::{CallerRecord, ClientId};
 use crate::services::{
     self, Capabilities, PeerServices, ReplayServices, call_digest, sign_state, verify_state,
 };
@@ -315,10 +316,14 @@ impl ServerHandler for McpServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let catalog = self.dispatcher.registry().snapshot();
+        let config = self.dispatcher.config();
+        let caller = caller(&ctx);
+        let access = auth::access(&config.callers, caller);
         let tools = catalog
             .tools
-            .values()
-            .map(|tool| to_mcp_tool(&tool.spec.descriptor))
+            .iter()
+            .filter(|(name, _)| access.may_use(name))
+            .map(|(_, tool)| to_mcp_tool(&tool.spec.descriptor))
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
         if is_stateless(&ctx) {
@@ -467,7 +472,8 @@ impl ServerHandler for McpServer {
         let (services, replay) = if stateless {
             let arguments =
                 serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-            let digest = call_digest(&request.name, &arguments);
+            let owner = caller(&ctx).map(Caller::key);
+            let digest = call_digest(owner.as_deref(), &request.name, &arguments);
             let mut answers = match &request.request_state {
                 Some(state) => verify_state(state, &digest)
                     .map_err(|reason| McpError::invalid_params(reason, None))?,
@@ -502,7 +508,8 @@ impl ServerHandler for McpServer {
                     cancel: &ctx.ct,
                     client_roots: client_roots.as_deref(),
                     services: Some(services),
-                    client: &|| client_id(self.transport, &ctx),
+                    client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
+                    caller: caller(&ctx),
                 },
             )
             .await;
@@ -523,6 +530,10 @@ impl ServerHandler for McpServer {
             },
             Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
                 format!("{error}; call tools/list for the available tools"),
+                None,
+            )),
+            Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
+                format!("{error}; tools/list shows the tools this caller may use"),
                 None,
             )),
         }
@@ -606,8 +617,21 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Who sent the request in `ctx` over `transport`, for the call journal.
-fn client_id(transport: &'static str, ctx: &RequestContext<RoleServer>) -> ClientId {
+/// The authenticated caller of the request in `ctx`, if the HTTP router
+/// put one in its extensions (never over stdio).
+fn caller(ctx: &RequestContext<RoleServer>) -> Option<&Caller> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+}
+
+/// Who sent the request in `ctx` over `transport`, for the call journal;
+/// `config` says which `[[callers]]` entry applied.
+fn client_id(
+    transport: &'static str,
+    ctx: &RequestContext<RoleServer>,
+    config: &crate::config::Config,
+) -> ClientId {
     let parts = ctx.extensions.get::<http::request::Parts>();
     let request = match serde_json::to_value(&ctx.id) {
         Ok(serde_json::Value::String(id)) => id,
@@ -624,6 +648,14 @@ fn client_id(transport: &'static str, ctx: &RequestContext<RoleServer>) -> Clien
         name: ctx
             .client_info()
             .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
+        caller: caller(ctx).map(|caller| CallerRecord {
+            policy: auth::access(&config.callers, Some(caller))
+                .policy_name()
+                .map(str::to_owned),
+            issuer: caller.issuer.clone(),
+            subject: caller.subject.clone(),
+            client_id: caller.client_id.clone(),
+        }),
     }
 }
 

@@ -313,9 +313,15 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// A digest of a call's tool and arguments, binding state to them.
-pub fn call_digest(tool: &str, arguments: &Value) -> String {
+/// A digest of a call's caller (its [`crate::auth::Caller::key`], if it
+/// has an identity), tool and arguments, binding state to all three: state
+/// handed out to one caller is refused when another presents it.
+pub fn call_digest(caller: Option<&str>, tool: &str, arguments: &Value) -> String {
     let mut hasher = Sha256::new();
+    // Length-prefixed, so no caller key and tool name can run into each other.
+    let caller = caller.unwrap_or("");
+    hasher.update((caller.len() as u64).to_be_bytes());
+    hasher.update(caller.as_bytes());
     hasher.update(tool.as_bytes());
     hasher.update([0]);
     hasher.update(arguments.to_string().as_bytes());
@@ -371,15 +377,20 @@ mod tests {
 
     #[test]
     fn state_round_trips_and_resists_tampering() {
-        let digest = call_digest("t", &json!({"a": 1}));
+        let digest = call_digest(None, "t", &json!({"a": 1}));
         let answers = BTreeMap::from([("elicit-0".to_owned(), json!({"action": "accept"}))]);
         let state = sign_state(&digest, &answers);
         assert_eq!(verify_state(&state, &digest).expect("valid"), answers);
-        let other = call_digest("t", &json!({"a": 2}));
+        let other = call_digest(None, "t", &json!({"a": 2}));
         assert!(
             verify_state(&state, &other)
                 .expect_err("other call")
                 .contains("another")
+        );
+        let other_caller = call_digest(Some("[\"https://as\",\"b\",null]"), "t", &json!({"a": 1}));
+        assert!(
+            verify_state(&state, &other_caller).is_err(),
+            "another caller"
         );
         let (body, mac) = state.split_once('.').expect("dot");
         let forged_body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(

@@ -65,12 +65,14 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
                 client_roots: None,
                 services: None,
                 client: &ClientId::default,
+                caller: None,
             },
         )
         .await;
     let _ = std::fs::remove_dir_all(&dir);
     match outcome {
         Err(DispatchError::UnknownTool { name, .. }) => format!("unknown tool {name}"),
+        Err(error @ DispatchError::NotPermitted { .. }) => error.to_string(),
         Ok(output) => {
             let text = output
                 .content

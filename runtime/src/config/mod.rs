@@ -9,8 +9,13 @@
 //! Policy belongs to the operator: nothing a tool component says can widen
 //! what this file grants.
 
+mod auth;
 mod components;
 mod raw;
+
+pub use auth::{
+    CallerRule, DEFAULT_ALGORITHMS, OAuthConfig, check_url, is_loopback, is_scope_token,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -81,6 +86,10 @@ pub struct Config {
     /// How plain components become tools, per file name in the tools
     /// folder (`[components."x.wasm"]`).
     pub components: BTreeMap<String, PlainRules>,
+    /// What each caller authenticated by `[http.oauth]` may list, call and
+    /// reach (`[[callers]]`), in order, first match wins; empty: every
+    /// authenticated caller may use every tool.
+    pub callers: Vec<CallerRule>,
 }
 
 /// What the operator decides about one plain component's functions
@@ -162,6 +171,8 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// The bearer token, read from `token_file` or `token_env`.
     pub token: Option<String>,
+    /// OAuth access tokens instead of the one token (`[http.oauth]`).
+    pub oauth: Option<OAuthConfig>,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
     /// Requests in progress at once.
@@ -188,6 +199,7 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             token: None,
+            oauth: None,
             // 4 MiB: tool arguments are small; a bigger body is a mistake
             // or an attack.
             max_body_bytes: 4 * 1024 * 1024,
@@ -311,6 +323,7 @@ impl Default for Config {
             tools: BTreeMap::new(),
             journal: None,
             components: BTreeMap::new(),
+            callers: Vec::new(),
         }
     }
 }

@@ -143,7 +143,18 @@ impl Config {
                 .map_err(|e| invalid_field(e.under(&format!("components.{}", toml_key(&file)))))?;
             components.insert(file, rules);
         }
+        let callers = super::auth::resolve_callers(&raw.callers, base)
+            .map_err(|(i, e)| invalid_field(e.under(&format!("callers[{i}]"))))?;
+        if !callers.is_empty() && http.oauth.is_none() {
+            return Err(invalid(
+                "callers".into(),
+                format!("({} entries)", callers.len()),
+                "applies to callers authenticated by `[http.oauth]`, which is not set (stdio and \
+                 the static token have no caller identity to match)",
+            ));
+        }
         Ok(Config {
+            callers,
             source: Some(path.to_owned()),
             components,
             tools_dir: raw.tools_dir.map(resolve),
@@ -176,6 +187,8 @@ struct RawConfig {
     journal: Option<RawJournal>,
     #[serde(default)]
     components: BTreeMap<String, super::components::RawComponent>,
+    #[serde(default)]
+    callers: Vec<super::auth::RawCaller>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -273,7 +286,12 @@ impl RawStdio {
 }
 
 /// `value` if it lies in `lo..=hi`, else the error for `key`.
-fn range(key: &str, value: Option<u64>, lo: u64, hi: u64) -> Result<Option<u64>, FieldError> {
+pub(super) fn range(
+    key: &str,
+    value: Option<u64>,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<u64>, FieldError> {
     match value {
         Some(v) if !(lo..=hi).contains(&v) => Err(FieldError::new(
             key.to_owned(),
@@ -300,6 +318,7 @@ struct RawHttp {
     body_timeout_ms: Option<u64>,
     max_connections: Option<u64>,
     max_sessions: Option<u64>,
+    oauth: Option<super::auth::RawOAuth>,
 }
 
 impl RawHttp {
@@ -370,6 +389,18 @@ impl RawHttp {
             }
             (None, None) => None,
         };
+        if let Some(oauth) = &self.oauth {
+            if http.token.is_some() {
+                return Err(FieldError::new(
+                    "oauth".into(),
+                    "(with a token)".into(),
+                    "conflicts with `http.token_file`/`http.token_env`: the static token is the \
+                     simple mode, `[http.oauth]` the full one; set one"
+                        .into(),
+                ));
+            }
+            http.oauth = Some(oauth.resolve().map_err(|e| e.under("oauth"))?);
+        }
         if http.token.as_deref() == Some("") {
             return Err(FieldError::new(
                 "token".into(),
@@ -422,7 +453,7 @@ struct RawEnvSource {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRoot {
+pub(super) struct RawRoot {
     path: PathBuf,
     #[serde(default)]
     mode: Option<String>,
@@ -444,12 +475,52 @@ impl FieldError {
     }
 
     /// The same error, its key inside `table`.
-    fn under(self, table: &str) -> Self {
+    pub(super) fn under(self, table: &str) -> Self {
         FieldError {
             key: format!("{table}.{}", self.key),
             ..self
         }
     }
+}
+
+/// `roots = [...]`, each checked and resolved against `dir`.
+pub(super) fn parse_roots(raw: &[RawRoot], dir: &Path) -> Result<Vec<Root>, FieldError> {
+    let mut roots = Vec::with_capacity(raw.len());
+    for (i, root) in raw.iter().enumerate() {
+        let mode = match root.mode.as_deref() {
+            None | Some("ro" | "read-only") => Mode::ReadOnly,
+            Some("rw" | "read-write") => Mode::ReadWrite,
+            Some(other) => {
+                return Err(FieldError::new(
+                    format!("roots[{i}].mode"),
+                    format!("{other:?}"),
+                    "must be \"ro\" or \"rw\"".into(),
+                ));
+            }
+        };
+        let grant = Root::new(&root.path, mode, dir).map_err(|reason| {
+            FieldError::new(
+                format!("roots[{i}].path"),
+                format!("{:?}", root.path.display().to_string()),
+                format!("is invalid: {reason}"),
+            )
+        })?;
+        roots.push(grant);
+    }
+    Ok(roots)
+}
+
+/// `network = [...]`, each entry a host pattern.
+pub(super) fn parse_hosts(entries: &[String]) -> Result<Vec<HostPattern>, FieldError> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            HostPattern::parse(entry).map_err(|reason| {
+                FieldError::new(format!("network[{i}]"), format!("{entry:?}"), reason)
+            })
+        })
+        .collect()
 }
 
 impl RawPolicy {
@@ -459,44 +530,11 @@ impl RawPolicy {
         let limits = self.limits(base.limits)?;
         let files = match &self.roots {
             None => base.grants.files.clone(),
-            Some(raw) => {
-                let mut roots = Vec::with_capacity(raw.len());
-                for (i, root) in raw.iter().enumerate() {
-                    let mode = match root.mode.as_deref() {
-                        None | Some("ro" | "read-only") => Mode::ReadOnly,
-                        Some("rw" | "read-write") => Mode::ReadWrite,
-                        Some(other) => {
-                            return Err(FieldError::new(
-                                format!("roots[{i}].mode"),
-                                format!("{other:?}"),
-                                "must be \"ro\" or \"rw\"".into(),
-                            ));
-                        }
-                    };
-                    let grant = Root::new(&root.path, mode, dir).map_err(|reason| {
-                        FieldError::new(
-                            format!("roots[{i}].path"),
-                            format!("{:?}", root.path.display().to_string()),
-                            format!("is invalid: {reason}"),
-                        )
-                    })?;
-                    roots.push(grant);
-                }
-                roots
-            }
+            Some(raw) => parse_roots(raw, dir)?,
         };
         let hosts = match &self.network {
             None => base.grants.network.hosts.clone(),
-            Some(entries) => {
-                let mut hosts = Vec::with_capacity(entries.len());
-                for (i, entry) in entries.iter().enumerate() {
-                    let pattern = HostPattern::parse(entry).map_err(|reason| {
-                        FieldError::new(format!("network[{i}]"), format!("{entry:?}"), reason)
-                    })?;
-                    hosts.push(pattern);
-                }
-                hosts
-            }
+            Some(entries) => parse_hosts(entries)?,
         };
         let pinned = match &self.resolve {
             None => base.grants.network.pinned.clone(),

@@ -35,6 +35,7 @@ use self::check::{Which, check_output, validate};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
 use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
+use crate::auth::{self, Access, Caller};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
 use crate::catalog::{FileStatus, LoadedTool, Registry};
 use crate::config::{Config, Limits, Policy};
@@ -83,6 +84,10 @@ pub struct CallContext<'a> {
     pub services: Option<Arc<dyn ClientServices>>,
     /// Who is calling, for the journal; asked only when there is one.
     pub client: &'a (dyn Fn() -> ClientId + Sync),
+    /// The authenticated caller, over HTTP with `[http.oauth]`: what the
+    /// `[[callers]]` policy is matched against. `None`: no identity (stdio,
+    /// the static token), and no policy applies.
+    pub caller: Option<&'a Caller>,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -97,6 +102,15 @@ pub enum DispatchError {
         name: String,
         /// Files that failed to load, with why.
         failed: Vec<String>,
+    },
+    /// The caller's policy does not include the tool (whether or not it
+    /// exists: the answer is the same either way).
+    #[error("tool `{name}` is not available to this caller (`[[callers]]` entry `{policy}`)")]
+    NotPermitted {
+        /// The name asked for.
+        name: String,
+        /// The policy entry that applied.
+        policy: String,
     },
 }
 
@@ -300,7 +314,7 @@ impl Dispatcher {
                 Outcome::Cancelled("the server shut down before the call finished".into()),
                 format!("call of tool `{name}` was cancelled: the server is shutting down"),
             )),
-            ended = self.phases(name, &arguments, policy, context, &mut record) => ended,
+            ended = self.phases(name, &arguments, policy, &current.config, context, &mut record) => ended,
         };
         match ended {
             Ok(output) => Ok(output),
@@ -319,6 +333,7 @@ impl Dispatcher {
         name: &str,
         arguments: &Value,
         policy: &Policy,
+        config: &Config,
         context: CallContext<'_>,
         record: &mut Recorder<'_>,
     ) -> Result<CallOutput, Box<Stop>> {
@@ -328,8 +343,11 @@ impl Dispatcher {
             client_roots,
             services,
             client: _,
+            caller,
         } = context;
         self.admit(name)?;
+        let access = auth::access(&config.callers, caller);
+        permitted(&access, name)?;
         let tool = self.resolve(name)?;
         record.served_by(&tool.component);
         let checked = self.check_parameters(&tool, arguments)?;
@@ -346,6 +364,11 @@ impl Dispatcher {
         let grants = policy.grants.prepare(grants::CallContext {
             tool: name,
             client_roots,
+            caller: grants::CallerLimits {
+                name: access.policy_name().unwrap_or(""),
+                roots: access.roots(),
+                hosts: access.hosts(),
+            },
             client: services.as_ref(),
         });
         let report = self
@@ -439,6 +462,23 @@ impl Dispatcher {
                 )
             })
     }
+}
+
+/// Refuse a tool the caller's policy does not include, before anything
+/// about the tool is looked up (so the answer says nothing about whether
+/// it exists).
+fn permitted(access: &Access<'_>, name: &str) -> Result<(), Box<Stop>> {
+    if access.may_use(name) {
+        return Ok(());
+    }
+    let policy = access.policy_name().unwrap_or_default().to_owned();
+    Err(Box::new(Stop {
+        outcome: Outcome::Refused(format!("not permitted for caller `{policy}`").into()),
+        reply: Err(DispatchError::NotPermitted {
+            name: name.to_owned(),
+            policy,
+        }),
+    }))
 }
 
 /// A call that ends before its guest runs: how the journal records it and

@@ -141,48 +141,83 @@ impl EffectiveRoot {
     }
 }
 
-/// The effective roots of a call: `grants` narrowed by `client_roots` when
-/// the client declared them (`None`: it did not).
-pub fn effective_roots(grants: &[Root], client_roots: Option<&[PathBuf]>) -> Vec<EffectiveRoot> {
-    let Some(client_roots) = client_roots else {
-        return grants
-            .iter()
-            .map(|grant| EffectiveRoot {
-                grant: grant.path.clone(),
-                path: grant.path.clone(),
-                mode: grant.mode,
-            })
-            .collect();
-    };
-    let mut roots: Vec<EffectiveRoot> = Vec::new();
-    for client_root in client_roots {
+/// The effective roots of a call: `grants` narrowed first by the caller's
+/// policy (`caller`, when it narrows: each directory reached must be under
+/// one of its roots, in the narrower mode of the two), then by
+/// `client_roots` when the client declared them (`None`: it did not).
+/// Each effective root keeps the grant it comes from, which is what it is
+/// opened beneath.
+pub fn effective_roots(
+    grants: &[Root],
+    caller: Option<&[Root]>,
+    client_roots: Option<&[PathBuf]>,
+) -> Vec<EffectiveRoot> {
+    let mut roots: Vec<EffectiveRoot> = grants
+        .iter()
+        .map(|grant| EffectiveRoot {
+            grant: grant.path.clone(),
+            path: grant.path.clone(),
+            mode: grant.mode,
+        })
+        .collect();
+    if let Some(caller) = caller {
+        roots = narrow(
+            &roots,
+            caller.iter().map(|r| (r.path.as_path(), Some(r.mode))),
+            false,
+        );
+    }
+    if let Some(client_roots) = client_roots {
+        roots = narrow(
+            &roots,
+            client_roots.iter().map(|p| (p.as_path(), None)),
+            true,
+        );
+    }
+    roots
+}
+
+/// `roots` narrowed to `by`: for each path of `by` (with the mode it
+/// allows at most, if it says), the parts of `roots` it overlaps, the
+/// deeper of the two paths. `warn`: log a path of `by` that overlaps none.
+fn narrow<'a>(
+    roots: &[EffectiveRoot],
+    by: impl Iterator<Item = (&'a Path, Option<Mode>)>,
+    warn: bool,
+) -> Vec<EffectiveRoot> {
+    let mut narrowed: Vec<EffectiveRoot> = Vec::new();
+    for (limit, limit_mode) in by {
         let mut inside_any = false;
-        for grant in grants {
-            let path = if client_root.starts_with(&grant.path) {
-                client_root.clone()
-            } else if grant.path.starts_with(client_root) {
-                grant.path.clone()
+        for root in roots {
+            let path = if limit.starts_with(&root.path) {
+                limit.to_path_buf()
+            } else if root.path.starts_with(limit) {
+                root.path.clone()
             } else {
                 continue;
             };
             inside_any = true;
-            let root = EffectiveRoot {
-                grant: grant.path.clone(),
-                path,
-                mode: grant.mode,
+            let mode = match limit_mode {
+                Some(Mode::ReadOnly) => Mode::ReadOnly,
+                Some(Mode::ReadWrite) | None => root.mode,
             };
-            if !roots.contains(&root) {
-                roots.push(root);
+            let root = EffectiveRoot {
+                grant: root.grant.clone(),
+                path,
+                mode,
+            };
+            if !narrowed.contains(&root) {
+                narrowed.push(root);
             }
         }
-        if !inside_any {
+        if warn && !inside_any {
             tracing::warn!(
-                root = %client_root.display(),
+                root = %limit.display(),
                 "client root is outside every granted directory; it grants nothing"
             );
         }
     }
-    roots
+    narrowed
 }
 
 /// Preopen each of `roots` in the call's WASI context, read-only ones
@@ -289,7 +324,7 @@ mod tests {
             grant("/srv/b", Mode::ReadOnly),
         ];
         assert_eq!(
-            paths(&effective_roots(&grants, None)),
+            paths(&effective_roots(&grants, None, None)),
             [
                 ("/srv/a".into(), Mode::ReadWrite),
                 ("/srv/b".into(), Mode::ReadOnly)
@@ -310,16 +345,48 @@ mod tests {
             PathBuf::from("/srv/ab"),        // a sibling with a shared prefix: nothing
         ];
         assert_eq!(
-            paths(&effective_roots(&grants, Some(&client))),
+            paths(&effective_roots(&grants, None, Some(&client))),
             [
                 ("/srv/a/project".into(), Mode::ReadWrite),
                 ("/srv/a".into(), Mode::ReadWrite),
                 ("/srv/b".into(), Mode::ReadOnly),
             ]
         );
-        assert!(effective_roots(&grants, Some(&[])).is_empty());
-        let narrowed = &effective_roots(&grants, Some(&client[..1]))[0];
+        assert!(effective_roots(&grants, None, Some(&[])).is_empty());
+        let narrowed = &effective_roots(&grants, None, Some(&client[..1]))[0];
         assert_eq!(narrowed.relative(), Path::new("project"));
+    }
+
+    #[test]
+    fn a_caller_narrows_paths_and_modes_and_the_client_narrows_further() {
+        let grants = [
+            grant("/srv/a", Mode::ReadWrite),
+            grant("/srv/b", Mode::ReadWrite),
+        ];
+        let caller = [
+            grant("/srv/a/shared", Mode::ReadOnly), // deeper and read-only
+            grant("/srv", Mode::ReadWrite),         // wider: the grants as they are
+            grant("/etc", Mode::ReadWrite),         // outside: nothing
+        ];
+        let roots = effective_roots(&grants, Some(&caller), None);
+        assert_eq!(
+            paths(&roots),
+            [
+                ("/srv/a/shared".into(), Mode::ReadOnly),
+                ("/srv/a".into(), Mode::ReadWrite),
+                ("/srv/b".into(), Mode::ReadWrite),
+            ]
+        );
+        // Opened beneath the grant it comes from, never as a grant itself.
+        assert_eq!(roots[0].grant, PathBuf::from("/srv/a"));
+        let only_ro = [grant("/srv/b", Mode::ReadOnly)];
+        let client = [PathBuf::from("/srv/b/x"), PathBuf::from("/srv/a")];
+        assert_eq!(
+            paths(&effective_roots(&grants, Some(&only_ro), Some(&client))),
+            [("/srv/b/x".into(), Mode::ReadOnly)],
+            "the client cannot reach what the caller may not"
+        );
+        assert!(effective_roots(&grants, Some(&[]), None).is_empty());
     }
 
     #[test]

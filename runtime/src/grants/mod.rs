@@ -68,8 +68,23 @@ pub struct CallContext<'a> {
     pub tool: &'a str,
     /// The roots the client declared, if it declared any.
     pub client_roots: Option<&'a [PathBuf]>,
+    /// What the caller's policy (`[[callers]]`) narrows the grants to,
+    /// when it does.
+    pub caller: CallerLimits<'a>,
     /// Elicitation and sampling through the client, if there is one.
     pub client: Option<&'a Arc<dyn ClientServices>>,
+}
+
+/// What a caller's policy narrows a tool's grants to (nothing, for a
+/// requester without identity or an entry that does not narrow).
+#[derive(Clone, Copy, Default)]
+pub struct CallerLimits<'a> {
+    /// The entry's name, for refusal messages.
+    pub name: &'a str,
+    /// The directories its calls may reach at most.
+    pub roots: Option<&'a [Root]>,
+    /// The hosts its calls may reach at most.
+    pub hosts: Option<&'a [network::HostPattern]>,
 }
 
 /// One tool's grants, prepared for one call.
@@ -98,14 +113,15 @@ impl Grants {
             self.secrets().map(str::to_owned).collect()
         };
         CallGrants {
-            files: files::effective_roots(&self.files, call.client_roots),
+            files: files::effective_roots(&self.files, call.caller.roots, call.client_roots),
             env: Arc::clone(&self.env.vars),
             config: Arc::clone(&self.config.vars),
             network: NetGate::new(
                 Arc::from(call.tool),
                 Arc::clone(&self.network),
                 Arc::clone(&secrets),
-            ),
+            )
+            .narrowed(call.caller.hosts.map(|hosts| (call.caller.name, hosts))),
             services: self.services.prepare(call.client),
             secrets,
         }
@@ -128,6 +144,7 @@ impl CallGrants {
         Grants::default().prepare(CallContext {
             tool: "(loading or serving a resource or prompt)",
             client_roots: None,
+            caller: CallerLimits::default(),
             client: None,
         })
     }

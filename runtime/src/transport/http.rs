@@ -8,8 +8,11 @@
 //! `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers. This module puts
 //! in front of it what a network-facing server needs besides:
 //!
-//! - a bearer token, compared in constant time, required for any bind that
-//!   is not loopback (the server refuses to start without one);
+//! - authentication (`auth`): the static bearer token or OAuth access
+//!   tokens, one of them required for any bind that is not loopback (the
+//!   server refuses to start without); with OAuth, the protected resource
+//!   metadata at its well-known paths, and each initialize-era session
+//!   bound to the caller that opened it;
 //! - a cap on requests in progress: past it, `503` with `Retry-After`, never
 //!   an unbounded queue;
 //! - graceful shutdown: on SIGTERM/SIGINT stop accepting, let requests in
@@ -36,8 +39,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
-use super::router::{Auth, Body, Endpoint, Reply, Router, busy, plain};
+use super::router::{Auth, Body, Document, Endpoint, Reply, Router, busy, plain};
 use crate::Host;
+use crate::auth::{Authenticator, Caller};
 use crate::config::HttpConfig;
 use crate::protocol::McpServer;
 
@@ -62,13 +66,16 @@ impl HttpSettings {
     ///
     /// # Errors
     ///
-    /// A non-loopback address without a token.
+    /// A non-loopback address without a token or `[http.oauth]`.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if !self.addr.ip().is_loopback() && self.config.token.is_none() {
+        if !self.addr.ip().is_loopback()
+            && self.config.token.is_none()
+            && self.config.oauth.is_none()
+        {
             anyhow::bail!(
-                "refusing to listen on `{}` without a bearer token: set `http.token_file` \
-                 or `http.token_env` in the config (never on the command line), or bind a \
-                 loopback address such as 127.0.0.1",
+                "refusing to listen on `{}` without authentication: set `http.token_file` \
+                 or `http.token_env` in the config (never on the command line), or \
+                 `[http.oauth]`, or bind a loopback address such as 127.0.0.1",
                 self.addr
             );
         }
@@ -145,9 +152,19 @@ pub async fn serve(
         sessions,
         max_sessions: http.max_sessions,
         initializing: Arc::default(),
+        owners: Arc::default(),
         mcp,
     });
-    let router = Arc::new(Router::new(http.token.clone()).route(ENDPOINT, Auth::Token, endpoint));
+    let auth = Arc::new(Authenticator::new(http));
+    let mut router = Router::new(Arc::clone(&auth)).route(ENDPOINT, Auth::Required, endpoint);
+    if let Some(oauth) = auth.oauth() {
+        oauth.start();
+        let document = Arc::new(Document(bytes::Bytes::from(oauth.metadata().to_string())));
+        for path in oauth.metadata_paths() {
+            router = router.route(path, Auth::Open, Arc::clone(&document) as Arc<dyn Endpoint>);
+        }
+    }
+    let router = Arc::new(router);
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -229,6 +246,9 @@ struct McpEndpoint {
     max_sessions: usize,
     /// `initialize` requests past the session check and not yet answered.
     initializing: Arc<std::sync::atomic::AtomicUsize>,
+    /// Who opened each session (by [`Caller::key`]), when the server knows
+    /// callers: a session is only ever used by the caller that opened it.
+    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
@@ -276,13 +296,73 @@ impl McpEndpoint {
             Ok(slot) => slot,
             Err(response) => return response,
         };
+        let owner = parts.extensions.get::<Caller>().map(Caller::key);
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let (Some(owner), Some(session)) = (&owner, &session)
+            && !self.owned_by(session, owner)
+        {
+            // As for a session that does not exist: nothing says whose it is.
+            return plain(StatusCode::NOT_FOUND, "session not found");
+        }
         let request = Request::from_parts(parts, Full::new(body));
         let mut mcp = self.mcp.clone();
         // Infallible: rmcp answers every request with a response.
-        match mcp.call(request).await {
+        let response = match mcp.call(request).await {
             Ok(response) => response,
             Err(never) => match never {},
+        };
+        if let (Some(owner), None) = (owner, session)
+            && let Some(opened) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            self.record_owner(opened.to_owned(), owner).await;
         }
+        response
+    }
+
+    /// Whether `owner` may use `session` (a session nobody is recorded
+    /// for was opened without a caller identity, which a server with
+    /// callers never does; it is refused too).
+    fn owned_by(&self, session: &str, owner: &str) -> bool {
+        let owners = match self.owners.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        owners
+            .get(session)
+            .is_some_and(|recorded| recorded == owner)
+    }
+
+    /// Record who opened `session`; forget sessions that have ended once
+    /// the record outgrows the session cap, so it stays bounded.
+    async fn record_owner(&self, session: String, owner: String) {
+        let full = {
+            let owners = match self.owners.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            owners.len() >= self.max_sessions
+        };
+        let live: Option<std::collections::HashSet<String>> = if full {
+            let sessions = self.sessions.sessions.read().await;
+            Some(sessions.keys().map(ToString::to_string).collect())
+        } else {
+            None
+        };
+        let mut owners = match self.owners.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(live) = live {
+            owners.retain(|id, _| live.contains(id));
+        }
+        owners.insert(session, owner);
     }
 
     /// For a request that starts an initialize-era session, a slot among
@@ -345,7 +425,7 @@ mod tests {
             config: HttpConfig::default(),
         };
         let error = settings.validate().expect_err("no token").to_string();
-        assert!(error.contains("without a bearer token"), "{error}");
+        assert!(error.contains("without authentication"), "{error}");
         settings.config.token = Some("t".into());
         assert!(settings.validate().is_ok());
         settings.addr = "127.0.0.1:0".parse().expect("addr");

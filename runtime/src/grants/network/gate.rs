@@ -2,7 +2,6 @@
 //! grant, sent to exactly the target that was checked, under the caps and
 //! timeouts, and counted for the journal.
 
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -13,7 +12,7 @@ use http_body_util::BodyExt as _;
 use hyper::body::{Body, Frame, SizeHint};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::{NetGrant, NetRecord, Target, TargetHost};
+use super::{HostPattern, NetGrant, NetRecord, Target};
 use crate::redact::Scrub;
 
 /// The `wasi:http` hooks of one call: the grant check, the caps, and the
@@ -23,6 +22,8 @@ pub struct NetGate {
     grant: Arc<NetGrant>,
     /// The tool's secrets, scrubbed from what is logged.
     secrets: Arc<[String]>,
+    /// The caller's policy, when it narrows the hosts: its name and hosts.
+    caller: Option<(Arc<str>, Arc<[HostPattern]>)>,
     record: Arc<Mutex<NetRecord>>,
 }
 
@@ -33,8 +34,17 @@ impl NetGate {
             tool,
             grant,
             secrets,
+            caller: None,
             record: Arc::default(),
         }
+    }
+
+    /// The same gate, also limited to the hosts of the caller's policy
+    /// `(name, hosts)`, if it has any: a request must be in both.
+    #[must_use]
+    pub fn narrowed(mut self, caller: Option<(&str, &[HostPattern])>) -> Self {
+        self.caller = caller.map(|(name, hosts)| (Arc::from(name), Arc::from(hosts)));
+        self
     }
 
     /// The secrets of the call's tool (to scrub what is logged).
@@ -58,12 +68,24 @@ impl NetGate {
             )
         })?;
         let host = target.host();
-        if self
+        let granted = self
             .grant
             .hosts
             .iter()
-            .any(|p| p.matches(&host, target.port))
+            .any(|p| p.matches(&host, target.port));
+        if granted
+            && let Some((caller, hosts)) = &self.caller
+            && !hosts.iter().any(|p| p.matches(&host, target.port))
         {
+            return Err((
+                target.to_string(),
+                format!(
+                    "toolcage refused the request to `{target}`: the caller's policy \
+                     (`[[callers]]` entry `{caller}`) does not include this host"
+                ),
+            ));
+        }
+        if granted {
             return Ok(target);
         }
         let message = if self.grant.hosts.is_empty() {
@@ -206,32 +228,7 @@ async fn send(
     ),
     HttpError,
 > {
-    let stream = connect(target, grant, timeouts.connect).await?;
-    let stream: Box<dyn Stream> = if target.https {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-        };
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|_| HttpError::TlsProtocolError)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let name = match &target.host {
-            TargetHost::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
-            TargetHost::Name(name) => rustls::pki_types::ServerName::try_from(name.clone())
-                .map_err(|_| HttpError::HttpRequestUriInvalid)?,
-        };
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-        let tls = tokio::time::timeout(timeouts.connect, connector.connect(name, stream))
-            .await
-            .map_err(|_| HttpError::ConnectionTimeout)?
-            .map_err(HttpError::Tls)?;
-        Box::new(tls)
-    } else {
-        Box::new(stream)
-    };
+    let stream = super::wire::open(target, &grant.pinned, timeouts.connect).await?;
     let (mut sender, connection) = tokio::time::timeout(
         timeouts.connect,
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)),
@@ -272,55 +269,6 @@ async fn send(
         }
     };
     Ok((response, io))
-}
-
-/// A TCP or TLS stream.
-trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
-
-/// Connect to `target`: its IP, or its name's pinned or resolved addresses
-/// in turn, each within `timeout`.
-async fn connect(
-    target: &Target,
-    grant: &NetGrant,
-    timeout: Duration,
-) -> Result<tokio::net::TcpStream, HttpError> {
-    let addresses: Vec<SocketAddr> = match &target.host {
-        TargetHost::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
-        TargetHost::Name(name) => match grant.pinned.get(name) {
-            Some(ips) => ips
-                .iter()
-                .map(|ip| SocketAddr::new(*ip, target.port))
-                .collect(),
-            None => match tokio::time::timeout(
-                timeout,
-                tokio::net::lookup_host((name.as_str(), target.port)),
-            )
-            .await
-            {
-                Err(_) => return Err(HttpError::DnsTimeout),
-                Ok(Err(_)) => {
-                    return Err(HttpError::DnsError {
-                        rcode: Some("address not available".into()),
-                        info_code: None,
-                    });
-                }
-                Ok(Ok(addresses)) => addresses.collect(),
-            },
-        },
-    };
-    let mut last = HttpError::DestinationNotFound;
-    for address in addresses {
-        match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => return Ok(stream),
-            Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
-                last = HttpError::ConnectionRefused;
-            }
-            Ok(Err(error)) => last = HttpError::Connect(error),
-            Err(_) => last = HttpError::ConnectionTimeout,
-        }
-    }
-    Err(last)
 }
 
 /// A response body that fails when no frame comes for `between`.

@@ -28,6 +28,7 @@
 
 mod gate;
 mod target;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,6 +37,7 @@ use std::time::Duration;
 
 pub use gate::NetGate;
 pub use target::{Target, TargetHost};
+pub use wire::{Stream, open};
 
 /// One entry of a tool's network grant.
 #[derive(Debug, Clone, PartialEq, Eq)]

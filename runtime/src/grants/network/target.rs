@@ -109,7 +109,7 @@ impl Target {
 
     /// The `Host` header: the host (IPv6 in brackets), with the port unless
     /// it is the scheme's.
-    pub(super) fn authority(&self) -> String {
+    pub fn authority(&self) -> String {
         let host = match &self.host {
             TargetHost::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
             _ => self.host(),
