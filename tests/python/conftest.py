@@ -326,13 +326,14 @@ class HttpServer:
 
 
 @asynccontextmanager
-async def http_session(url: str, era: str, headers: dict | None = None, **kwargs):
-    """An MCP session over Streamable HTTP, negotiated in `era`."""
+async def http_session(url: str, era: str, headers: dict | None = None, auth=None, **kwargs):
+    """An MCP session over Streamable HTTP, negotiated in `era`; `auth` is
+    an httpx auth flow (the SDK's OAuth providers)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     kwargs.setdefault("read_timeout_seconds", 120)
-    async with httpx2.AsyncClient(headers=headers or {}, timeout=httpx2.Timeout(120)) as http:
+    async with httpx2.AsyncClient(headers=headers or {}, auth=auth, timeout=httpx2.Timeout(120)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
             async with ClientSession(read, write, **kwargs) as client:
                 if era == MODERN:

@@ -184,8 +184,14 @@ impl OAuth {
             parts.push(format!("error=\"{code}\""));
             parts.push(format!("error_description=\"{}\"", quotable(description)));
         }
+        // Clients ask for the scopes a challenge names, else for the
+        // metadata's `scopes_supported` (the MCP spec's scope selection).
+        // A caller's policy may depend on scopes beyond the required ones,
+        // so a first challenge names the required scopes only when the
+        // metadata advertises none.
         let scope = scope.map(str::to_owned).or_else(|| {
-            (!self.config.required_scopes.is_empty()).then(|| self.config.required_scopes.join(" "))
+            (self.config.scopes_supported.is_empty() && !self.config.required_scopes.is_empty())
+                .then(|| self.config.required_scopes.join(" "))
         });
         if let Some(scope) = scope {
             parts.push(format!("scope=\"{}\"", quotable(&scope)));
@@ -470,7 +476,7 @@ mod tests {
         let challenge = server.challenge(Some(("invalid_token", "bad \"quote\" \\ \n")), None);
         assert_eq!(
             challenge,
-            "Bearer error=\"invalid_token\", error_description=\"bad ?quote? ? ?\", scope=\"mcp\", \
+            "Bearer error=\"invalid_token\", error_description=\"bad ?quote? ? ?\", \
              resource_metadata=\"https://tools.example/.well-known/oauth-protected-resource/mcp\""
         );
     }

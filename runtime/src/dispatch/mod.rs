@@ -105,12 +105,15 @@ pub enum DispatchError {
     },
     /// The caller's policy does not include the tool (whether or not it
     /// exists: the answer is the same either way).
-    #[error("tool `{name}` is not available to this caller (`[[callers]]` entry `{policy}`)")]
+    #[error("tool `{name}` is not available to this caller ({})", match .policy {
+        Some(entry) => format!("its `[[callers]]` entry `{entry}` does not include it"),
+        None => "it matches no `[[callers]]` entry".to_owned(),
+    })]
     NotPermitted {
         /// The name asked for.
         name: String,
-        /// The policy entry that applied.
-        policy: String,
+        /// The policy entry that applied; `None`: no entry matched.
+        policy: Option<String>,
     },
 }
 
@@ -471,9 +474,16 @@ fn permitted(access: &Access<'_>, name: &str) -> Result<(), Box<Stop>> {
     if access.may_use(name) {
         return Ok(());
     }
-    let policy = access.policy_name().unwrap_or_default().to_owned();
+    let policy = match access {
+        Access::Rule(rule) => Some(rule.name.clone()),
+        Access::Everything | Access::Nothing => None,
+    };
+    let why = match &policy {
+        Some(entry) => format!("not in the `[[callers]]` entry `{entry}`"),
+        None => "the caller matches no `[[callers]]` entry".to_owned(),
+    };
     Err(Box::new(Stop {
-        outcome: Outcome::Refused(format!("not permitted for caller `{policy}`").into()),
+        outcome: Outcome::Refused(why.into()),
         reply: Err(DispatchError::NotPermitted {
             name: name.to_owned(),
             policy,
