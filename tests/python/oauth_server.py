@@ -10,6 +10,7 @@ what toolcage does when the issuer misbehaves.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from authlib.jose import JsonWebKey, jwt  # noqa: E402
 from authlib.oauth2.rfc6749 import ClientMixin, grants  # noqa: E402
+from authlib.oauth2.rfc7662 import IntrospectionEndpoint  # noqa: E402
 from authlib.oauth2.rfc9068 import JWTBearerTokenGenerator  # noqa: E402
 from flask import Flask, Response, request  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
@@ -75,6 +77,20 @@ def new_key(kid: str):
 
 
 @dataclass
+class Issued:
+    """An issued access token, as the introspection endpoint knows it."""
+
+    claims: dict
+    revoked: bool = False
+
+    def is_expired(self):
+        return self.claims["exp"] < time.time()
+
+    def is_revoked(self):
+        return self.revoked
+
+
+@dataclass
 class AuthServer:
     """The server, its clients and keys; `url` is its issuer."""
 
@@ -83,6 +99,9 @@ class AuthServer:
     jwks_delay: float = 0.0
     jwks_down: bool = False
     lifetime: int = 300
+    introspections: int = 0
+    # Access tokens issued, by their text.
+    issued: dict[str, Issued] = field(default_factory=dict)
 
     def __post_init__(self):
         self.key = new_key("key-1")
@@ -110,11 +129,32 @@ class AuthServer:
                 # RFC 8707: the token is for the resource the client named.
                 return request.form.get("resource") or "urn:no-resource"
 
+        def save_token(token, req):
+            text = token["access_token"]
+            _, claims, _ = text.split(".")
+            claims = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+            self.issued[text] = Issued(claims)
+
         authorization = AuthorizationServer(
             self.app,
             query_client=lambda client_id: self.clients.get(client_id),
-            save_token=lambda token, req: None,
+            save_token=save_token,
         )
+
+        class Introspection(IntrospectionEndpoint):
+            CLIENT_AUTH_METHODS = ["client_secret_basic"]
+
+            def query_token(self, token_string, token_type_hint):
+                return server.issued.get(token_string)
+
+            def check_permission(self, token, client, request):
+                # Only the resource server may introspect.
+                return client.client_id == "toolcage"
+
+            def introspect_token(self, token):
+                return {"active": True, "token_type": "Bearer", **token.claims}
+
+        authorization.register_endpoint(Introspection)
         class ClientCredentials(grants.ClientCredentialsGrant):
             TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
 
@@ -136,6 +176,7 @@ class AuthServer:
                 "authorization_endpoint": f"{self.url}/authorize",
                 "token_endpoint": f"{self.url}/token",
                 "jwks_uri": f"{self.url}/jwks",
+                "introspection_endpoint": f"{self.url}/introspect",
                 "grant_types_supported": ["client_credentials"],
                 "token_endpoint_auth_methods_supported": [
                     "client_secret_basic",
@@ -157,6 +198,11 @@ class AuthServer:
                 return Response("down", status=503)
             keys = [k.as_dict(is_private=False) for k in self.published]
             return Response(json.dumps({"keys": keys}), mimetype="application/json")
+
+        @self.app.post("/introspect")
+        def introspect():
+            self.introspections += 1
+            return authorization.create_endpoint_response("introspection")
 
         @self.app.post("/token")
         def token():
@@ -193,6 +239,9 @@ class AuthServer:
         # Without its `kid`, so authlib keeps the header's as given.
         material = {k: v for k, v in key.as_dict(is_private=True).items() if k != "kid"}
         return jwt.encode(header, full, material).decode()
+
+    def revoke(self, token: str) -> None:
+        self.issued[token].revoked = True
 
     def rotate(self) -> None:
         """Sign with a new key, published alongside the old one."""

@@ -448,3 +448,43 @@ def test_authorization_settings_are_checked_when_the_config_loads(setup, auth):
         setup.write_config(config)
         result = setup.run()
         assert result.returncode != 0 and expected in result.stderr, (config, result.stderr)
+
+
+async def test_introspection_asks_the_authorization_server_about_every_token(setup, auth, tmp_path):
+    auth.add_client("toolcage", "resource-server-secret", [])
+    secret = tmp_path / "introspection-secret"
+    secret.write_text("resource-server-secret\n")
+    protected = Protected(
+        setup,
+        auth,
+        tmp_path,
+        extra_oauth=f'introspection_endpoint = "{auth.url}/introspect"\n'
+        f'introspection_client_id = "toolcage"\nintrospection_secret_file = "{secret}"\n'
+        "introspection_cache_secs = 0",
+    )
+    try:
+        async with http_session(protected.url, MODERN, auth=protected.provider("reader")) as reader:
+            assert {t.name for t in (await reader.list_tools()).tools} == READER_TOOLS
+        assert auth.introspections >= 1 and auth.jwks_hits == 0
+        token = protected.token("reader", scope="mcp")
+        ok = post(protected.url, list_body(), {**list_headers(), **bearer(token)})
+        assert ok[0] == 200, ok
+        # Signed by the issuer's key but never issued: not active.
+        forged = auth.forge({"aud": protected.url, "client_id": "reader", "scope": "mcp"})
+        status, _, text = post(protected.url, list_body(), {**list_headers(), **bearer(forged)})
+        assert status == 401 and "not active" in text, text
+        other = protected.token("reader", resource="http://127.0.0.1:1/mcp", scope="mcp")
+        status, _, text = post(protected.url, list_body(), {**list_headers(), **bearer(other)})
+        assert status == 401 and "another resource" in text, text
+        # Revoked at the authorization server: refused from the next request.
+        auth.revoke(token)
+        status, _, text = post(protected.url, list_body(), {**list_headers(), **bearer(token)})
+        assert status == 401 and "not active" in text, text
+        # The resource server's own credentials are wrong: nothing can be checked.
+        auth.clients["toolcage"].client_secret = "changed"
+        fresh = protected.token("reader", scope="mcp")
+        status, _, text = post(protected.url, list_body(), {**list_headers(), **bearer(fresh)})
+        assert status == 503, text
+    finally:
+        protected.stop()
+    assert "resource-server-secret" not in setup.stderr()

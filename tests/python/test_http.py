@@ -133,7 +133,7 @@ def test_a_body_over_the_cap_is_413(setup):
 def test_a_public_bind_needs_a_token_and_checks_it(setup, tmp_path):
     setup.add("time")
     refused = setup.run("--http", "0.0.0.0:0", command="serve")
-    assert refused.returncode == 2 and "without a bearer token" in refused.stderr
+    assert refused.returncode == 2 and "without authentication" in refused.stderr
 
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")

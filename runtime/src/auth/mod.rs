@@ -10,7 +10,9 @@
 //!   server, answers `401` with a `WWW-Authenticate` challenge pointing at
 //!   it, and checks every access token locally ([`token`]): a JWS signed
 //!   by a key from the issuer's JWKS ([`jwks`]), `iss`, `aud` (this
-//!   server's resource URI), `exp`/`nbf`, and the required scopes. The
+//!   server's resource URI), `exp`/`nbf`, and the required scopes; or,
+//!   where configured, asks the authorization server (introspection,
+//!   [`introspect`]) and checks what it answers the same way. The
 //!   authenticated [`Caller`] then meets the `[[callers]]` policy
 //!   ([`policy`]): which tools it may list and call, and at most which
 //!   roots and hosts those calls reach.
@@ -25,6 +27,7 @@
 //!   most one per `jwks_min_refresh_secs`).
 
 pub mod fetch;
+pub mod introspect;
 pub mod jwks;
 pub mod policy;
 pub mod token;

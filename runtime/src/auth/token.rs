@@ -21,6 +21,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
+use super::introspect::{Introspector, Verdict};
 use super::jwks::{KeySet, Lookup};
 use super::{Caller, Rejection};
 use crate::config::OAuthConfig;
@@ -39,6 +40,8 @@ const MAX_SCOPES: usize = 256;
 pub struct OAuth {
     config: OAuthConfig,
     keys: Arc<KeySet>,
+    /// Token introspection, where configured (then keys are not used).
+    introspector: Option<Introspector>,
     /// The absolute URL of the metadata, for challenges.
     metadata_url: String,
     /// The path the metadata is served at (RFC 9728: the resource's path
@@ -70,15 +73,22 @@ impl OAuth {
         let metadata_path = format!("{METADATA_PREFIX}{path}");
         Arc::new(OAuth {
             keys: KeySet::new(&config),
+            introspector: config
+                .introspection
+                .clone()
+                .map(|settings| Introspector::new(&config, settings)),
             metadata_url: format!("{origin}{metadata_path}"),
             metadata_path,
             config,
         })
     }
 
-    /// Start fetching the issuer's keys (call from inside the runtime).
+    /// Start fetching the issuer's keys (call from inside the runtime);
+    /// nothing to fetch when tokens are introspected.
     pub fn start(&self) {
-        self.keys.prefetch();
+        if self.introspector.is_none() {
+            self.keys.prefetch();
+        }
     }
 
     /// The settings.
@@ -145,12 +155,15 @@ impl OAuth {
                     message: format!("invalid token: {why}"),
                 },
                 Refusal::Unavailable(why) => {
-                    tracing::warn!(%why, "cannot check an access token: no signing keys");
+                    // Logged where it failed (the key fetch, the
+                    // introspection), at most once per interval.
+                    tracing::debug!(%why, "cannot check an access token right now");
                     Rejection {
                         status: http::StatusCode::SERVICE_UNAVAILABLE,
                         challenge: None,
-                        message: "the access token cannot be checked right now (the authorization \
-                              server's keys are unavailable); retry shortly"
+                        message: "the access token cannot be checked right now (the \
+                                  authorization server's keys or its introspection endpoint \
+                                  are unavailable); retry shortly"
                             .into(),
                     }
                 }
@@ -209,6 +222,13 @@ impl OAuth {
                 "it is over {} KiB",
                 MAX_TOKEN_BYTES / 1024
             )));
+        }
+        if let Some(introspector) = &self.introspector {
+            return match introspector.check(token).await {
+                Ok(Verdict::Active(caller)) => Ok(caller),
+                Ok(Verdict::Refused(why)) => Err(Refusal::Invalid(why)),
+                Err(why) => Err(Refusal::Unavailable(why)),
+            };
         }
         let alg = self.algorithm(token)?;
         let header = jsonwebtoken::decode_header(token)
@@ -310,20 +330,7 @@ impl OAuth {
     }
 
     fn caller(&self, claims: Claims) -> Result<Caller, Refusal> {
-        let too_long =
-            |what: &str| Refusal::Invalid(format!("its `{what}` is over {MAX_NAME_BYTES} bytes"));
-        if claims
-            .sub
-            .as_ref()
-            .is_some_and(|s| s.len() > MAX_NAME_BYTES)
-        {
-            return Err(too_long("sub"));
-        }
-        let client_id = claims.client_id.or(claims.azp);
-        if client_id.as_ref().is_some_and(|s| s.len() > MAX_NAME_BYTES) {
-            return Err(too_long("client_id"));
-        }
-        let mut scopes: Vec<String> = match (&claims.scope, &claims.scp) {
+        let scopes: Vec<String> = match (&claims.scope, &claims.scp) {
             (Some(scope), _) => scope.split_ascii_whitespace().map(str::to_owned).collect(),
             (None, Some(serde_json::Value::String(scp))) => {
                 scp.split_ascii_whitespace().map(str::to_owned).collect()
@@ -343,20 +350,40 @@ impl OAuth {
             }
             (None, None) => Vec::new(),
         };
-        if scopes.len() > MAX_SCOPES || scopes.iter().any(|s| s.len() > MAX_NAME_BYTES) {
-            return Err(Refusal::Invalid(
-                "it carries too many or too long scopes".into(),
-            ));
-        }
-        scopes.sort();
-        scopes.dedup();
-        Ok(Caller {
-            issuer: claims.iss,
-            subject: claims.sub,
-            client_id,
+        caller(
+            claims.iss,
+            claims.sub,
+            claims.client_id.or(claims.azp),
             scopes,
-        })
+        )
+        .map_err(Refusal::Invalid)
     }
+}
+
+/// The caller a checked token names, if its names and scopes are within
+/// their bounds.
+pub(super) fn caller(
+    issuer: String,
+    subject: Option<String>,
+    client_id: Option<String>,
+    mut scopes: Vec<String>,
+) -> Result<Caller, String> {
+    for (what, value) in [("sub", &subject), ("client_id", &client_id)] {
+        if value.as_ref().is_some_and(|v| v.len() > MAX_NAME_BYTES) {
+            return Err(format!("its `{what}` is over {MAX_NAME_BYTES} bytes"));
+        }
+    }
+    if scopes.len() > MAX_SCOPES || scopes.iter().any(|s| s.len() > MAX_NAME_BYTES) {
+        return Err("it carries too many or too long scopes".into());
+    }
+    scopes.sort();
+    scopes.dedup();
+    Ok(Caller {
+        issuer,
+        subject,
+        client_id,
+        scopes,
+    })
 }
 
 /// Why a token was not accepted.
@@ -412,6 +439,7 @@ mod tests {
             jwks_max_age_secs: 300,
             jwks_min_refresh_secs: 10,
             fetch_timeout_ms: 1000,
+            introspection: None,
         })
     }
 

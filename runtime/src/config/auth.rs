@@ -66,6 +66,35 @@ pub struct OAuthConfig {
     /// Each fetch from the authorization server (connect to last byte), in
     /// milliseconds.
     pub fetch_timeout_ms: u64,
+    /// Token introspection (RFC 7662) instead of local checks, if set.
+    pub introspection: Option<Introspection>,
+}
+
+/// `introspection_*` in `[http.oauth]`: every token is sent to the
+/// authorization server, which says whether it is active (and so a revoked
+/// token stops working within `cache_secs`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Introspection {
+    /// The introspection endpoint.
+    pub endpoint: String,
+    /// This server's client id at the authorization server.
+    pub client_id: String,
+    /// Its client secret (read from `introspection_secret_file`).
+    pub secret: String,
+    /// How long an answer is reused, in seconds (never past the token's
+    /// `exp`); 0: every request asks.
+    pub cache_secs: u64,
+}
+
+impl std::fmt::Debug for Introspection {
+    // Never the secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Introspection")
+            .field("endpoint", &self.endpoint)
+            .field("client_id", &self.client_id)
+            .field("cache_secs", &self.cache_secs)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One `[[callers]]` entry: who it matches and what they may use.
@@ -115,6 +144,10 @@ pub(super) struct RawOAuth {
     jwks_max_age_secs: Option<u64>,
     jwks_min_refresh_secs: Option<u64>,
     fetch_timeout_ms: Option<u64>,
+    introspection_endpoint: Option<String>,
+    introspection_client_id: Option<String>,
+    introspection_secret_file: Option<std::path::PathBuf>,
+    introspection_cache_secs: Option<u64>,
 }
 
 /// An absolute `https` URL, or `http` to a loopback host (a test or a
@@ -155,7 +188,85 @@ pub fn is_loopback(host: &str) -> bool {
 }
 
 impl RawOAuth {
-    pub(super) fn resolve(&self) -> Result<OAuthConfig, FieldError> {
+    fn introspection(&self, dir: &Path) -> Result<Option<Introspection>, FieldError> {
+        let Some(endpoint) = &self.introspection_endpoint else {
+            for (key, set) in [
+                (
+                    "introspection_client_id",
+                    self.introspection_client_id.is_some(),
+                ),
+                (
+                    "introspection_secret_file",
+                    self.introspection_secret_file.is_some(),
+                ),
+                (
+                    "introspection_cache_secs",
+                    self.introspection_cache_secs.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err(FieldError::new(
+                        key.into(),
+                        "(set)".into(),
+                        "needs `introspection_endpoint`".into(),
+                    ));
+                }
+            }
+            return Ok(None);
+        };
+        url_field("introspection_endpoint", endpoint)?;
+        let client_id = self.introspection_client_id.clone().ok_or_else(|| {
+            FieldError::new(
+                "introspection_client_id".into(),
+                "(not set)".into(),
+                "is required with `introspection_endpoint`: this server's client id there".into(),
+            )
+        })?;
+        let file = self.introspection_secret_file.as_ref().ok_or_else(|| {
+            FieldError::new(
+                "introspection_secret_file".into(),
+                "(not set)".into(),
+                "is required with `introspection_endpoint`: a file holding this server's client \
+                 secret (never in the config itself)"
+                    .into(),
+            )
+        })?;
+        let path = {
+            let p = crate::grants::files::expand_tilde(file);
+            if p.is_absolute() { p } else { dir.join(p) }
+        };
+        let secret = std::fs::read_to_string(&path)
+            .map_err(|e| {
+                FieldError::new(
+                    "introspection_secret_file".into(),
+                    format!("{:?}", path.display().to_string()),
+                    format!("cannot be read: {e}"),
+                )
+            })?
+            .trim()
+            .to_owned();
+        if secret.is_empty() {
+            return Err(FieldError::new(
+                "introspection_secret_file".into(),
+                format!("{:?}", path.display().to_string()),
+                "is empty".into(),
+            ));
+        }
+        Ok(Some(Introspection {
+            endpoint: endpoint.clone(),
+            client_id,
+            secret,
+            cache_secs: range(
+                "introspection_cache_secs",
+                self.introspection_cache_secs,
+                0,
+                300,
+            )?
+            .unwrap_or(30),
+        }))
+    }
+
+    pub(super) fn resolve(&self, dir: &Path) -> Result<OAuthConfig, FieldError> {
         let missing = |key: &str, what: &str| {
             FieldError::new(
                 key.to_owned(),
@@ -270,6 +381,7 @@ impl RawOAuth {
             .unwrap_or(10),
             fetch_timeout_ms: range("fetch_timeout_ms", self.fetch_timeout_ms, 100, 60_000)?
                 .unwrap_or(5_000),
+            introspection: self.introspection(dir)?,
         })
     }
 }

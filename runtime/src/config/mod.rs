@@ -14,7 +14,8 @@ mod components;
 mod raw;
 
 pub use auth::{
-    CallerRule, DEFAULT_ALGORITHMS, OAuthConfig, check_url, is_loopback, is_scope_token,
+    CallerRule, DEFAULT_ALGORITHMS, Introspection, OAuthConfig, check_url, is_loopback,
+    is_scope_token,
 };
 
 use std::collections::BTreeMap;

@@ -399,7 +399,7 @@ impl RawHttp {
                         .into(),
                 ));
             }
-            http.oauth = Some(oauth.resolve().map_err(|e| e.under("oauth"))?);
+            http.oauth = Some(oauth.resolve(base).map_err(|e| e.under("oauth"))?);
         }
         if http.token.as_deref() == Some("") {
             return Err(FieldError::new(
