@@ -190,6 +190,15 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
                     fresh.grant_to_all(grant.clone());
                 }
                 let fresh = Arc::new(fresh);
+                if fresh.http != config.http {
+                    // The listener, its limits and its authentication are
+                    // set up once; `[[callers]]` and everything else apply
+                    // from the next call.
+                    tracing::warn!(
+                        file = %path.display(),
+                        "the [http] section changed; it takes effect when the server restarts"
+                    );
+                }
                 host.dispatcher.set_config(Arc::clone(&fresh));
                 config = fresh;
                 summary.config_reloaded = true;

@@ -429,6 +429,99 @@ mod tests {
     }
 
     #[test]
+    fn oauth_and_callers_resolve_with_their_defaults() {
+        let config = parse(
+            "[http.oauth]\nresource = \"https://tools.example/mcp\"\nissuer = \"https://as.example\"\n\
+             required_scopes = [\"mcp\"]\n\n\
+             [[callers]]\nname = \"readers\"\nclient_ids = [\"r\"]\ntools = [\"read_*\"]\n\
+             roots = [{ path = \"/tmp\" }]\nnetwork = [\"api.example.com\"]\n\n\
+             [[callers]]\nname = \"rest\"\ntools = []\n",
+        )
+        .expect("valid");
+        let oauth = config.http.oauth.expect("oauth");
+        assert_eq!(oauth.audiences, ["https://tools.example/mcp"]);
+        assert_eq!(oauth.authorization_servers, ["https://as.example"]);
+        assert_eq!(oauth.algorithms, DEFAULT_ALGORITHMS);
+        assert_eq!((oauth.leeway_secs, oauth.jwks_min_refresh_secs), (60, 10));
+        assert!(oauth.introspection.is_none());
+        assert_eq!(config.callers.len(), 2);
+        let readers = &config.callers[0];
+        assert_eq!(readers.roots.as_deref().map(<[Root]>::len), Some(1));
+        assert_eq!(
+            readers.roots.as_ref().map(|r| r[0].mode),
+            Some(Mode::ReadOnly)
+        );
+        assert!(config.callers[1].matches_anyone());
+    }
+
+    #[test]
+    fn bad_authorization_settings_name_their_key() {
+        let oauth = "[http.oauth]\nresource = \"https://t/mcp\"\nissuer = \"https://as\"\n";
+        let cases: &[(String, &str)] = &[
+            (
+                format!("{oauth}jwks_uri = \"http://as.example/jwks\"\n"),
+                "`http.oauth.jwks_uri`",
+            ),
+            (
+                format!("{oauth}algorithms = [\"none\"]\n"),
+                "`http.oauth.algorithms[0]`",
+            ),
+            (
+                format!("{oauth}algorithms = []\n"),
+                "`http.oauth.algorithms`",
+            ),
+            (
+                format!("{oauth}required_scopes = [\"a b\"]\n"),
+                "`http.oauth.required_scopes`",
+            ),
+            (
+                format!("{oauth}leeway_secs = 9999\n"),
+                "`http.oauth.leeway_secs`",
+            ),
+            (
+                format!("{oauth}introspection_client_id = \"x\"\n"),
+                "`http.oauth.introspection_client_id`",
+            ),
+            (
+                format!(
+                    "{oauth}introspection_endpoint = \"https://as/i\"\nintrospection_client_id = \"x\"\n"
+                ),
+                "`http.oauth.introspection_secret_file`",
+            ),
+            (
+                "[http.oauth]\nresource = \"https://u:p@t/mcp\"\nissuer = \"https://as\"\n".into(),
+                "`http.oauth.resource`",
+            ),
+            (
+                format!("{oauth}[[callers]]\nname = \"a b\"\ntools = []\n"),
+                "`callers[0].name`",
+            ),
+            (
+                format!("{oauth}[[callers]]\nname = \"a\"\n"),
+                "`callers[0].tools`",
+            ),
+            (
+                format!(
+                    "{oauth}[[callers]]\nname = \"a\"\ntools = []\n[[callers]]\nname = \"a\"\nscopes = [\"x\"]\ntools = []\n"
+                ),
+                "`callers[1].name`",
+            ),
+            (
+                format!("{oauth}[[callers]]\nname = \"a\"\ntools = []\nnetwork = [\"*\"]\n"),
+                "`callers[0].network[0]`",
+            ),
+            (
+                "[[callers]]\nname = \"a\"\ntools = []\n".into(),
+                "`callers`",
+            ),
+        ];
+        for (text, key) in cases {
+            let error = parse(text).expect_err(text);
+            assert!(error.contains(key), "{text}: {error}");
+        }
+    }
+
+    #[test]
     fn relative_paths_resolve_against_the_file() {
         let config = parse("tools_dir = \"tools\"\ncache_dir = \"/var/cache/x\"").expect("valid");
         assert_eq!(config.tools_dir, Some(PathBuf::from("/etc/toolcage/tools")));

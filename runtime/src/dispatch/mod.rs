@@ -351,7 +351,9 @@ impl Dispatcher {
         self.admit(name)?;
         let access = auth::access(&config.callers, caller);
         permitted(&access, name)?;
-        let tool = self.resolve(name)?;
+        // Which files failed to load is the operator's business, not a
+        // restricted caller's.
+        let tool = self.resolve(name, matches!(access, Access::Everything))?;
         record.served_by(&tool.component);
         let checked = self.check_parameters(&tool, arguments)?;
         let arguments_text = check_arguments(&tool, arguments).await?;
@@ -403,11 +405,22 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// The tool by `name` in the current catalog snapshot.
-    fn resolve(&self, name: &str) -> Result<Arc<LoadedTool>, Box<Stop>> {
+    /// The tool by `name` in the current catalog snapshot; when there is
+    /// none, the error names the files that failed to load if
+    /// `name_failures`.
+    fn resolve(&self, name: &str, name_failures: bool) -> Result<Arc<LoadedTool>, Box<Stop>> {
         let catalog = self.registry.snapshot();
         if let Some(tool) = catalog.tools.get(name) {
             return Ok(Arc::clone(tool));
+        }
+        if !name_failures {
+            return Err(Box::new(Stop {
+                outcome: Outcome::Refused("unknown tool".into()),
+                reply: Err(DispatchError::UnknownTool {
+                    name: name.to_owned(),
+                    failed: Vec::new(),
+                }),
+            }));
         }
         // Say which files failed: one of them may be the tool asked for.
         let failed = catalog

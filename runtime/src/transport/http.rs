@@ -114,6 +114,16 @@ pub async fn serve(
     if !local.ip().is_unspecified() {
         allowed_hosts.push(local.ip().to_string());
     }
+    // The resource URI is how clients reach this server (through a proxy,
+    // perhaps): its authority is a `Host` they send.
+    if let Some(authority) = http
+        .oauth
+        .as_ref()
+        .and_then(|oauth| oauth.resource.parse::<hyper::Uri>().ok())
+        .and_then(|uri| uri.authority().map(ToString::to_string))
+    {
+        allowed_hosts.push(authority);
+    }
     // A page the server itself serves (same scheme, host and port) is not a
     // cross-origin caller; every other origin must be configured.
     let mut allowed_origins = http.allowed_origins.clone();
