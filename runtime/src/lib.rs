@@ -50,6 +50,7 @@ pub mod json;
 pub mod protocol;
 pub mod redact;
 pub mod sandbox;
+pub mod scaffold;
 pub mod schema;
 pub mod services;
 pub mod template;

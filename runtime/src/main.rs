@@ -99,6 +99,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// For tool authors: write a new tool project (source, SDK, build
+    /// script, README) into `./NAME` or `--dir`.
+    New {
+        /// The tool's name: lowercase letters, digits and `_`.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: toolcage::scaffold::Lang,
+        /// Where to write the project [default: ./NAME].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// For tool authors: embed the doc comments of a WIT package into a
     /// plain component (its `package-docs` section), so its functions'
     /// docs become the tools' descriptions and its field docs the schema
@@ -252,6 +264,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::New { name, lang, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = toolcage::scaffold::create(&dir, &name, lang)?;
+            println!("wrote {} ({} files):", dir.display(), files.len());
+            for file in &files {
+                println!("  {}", file.display());
+            }
+            println!(
+                "next: {}/build.sh, then copy {name}.wasm into the tools folder",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::EmbedDocs {
             component,
