@@ -47,6 +47,11 @@ GUEST_FILES = {
     "plain-py": "plain_py.wasm",
     "plain-js": "plain_js.wasm",
     "plain-needs": "plain_needs.wasm",
+    # The same six example tools with each language's SDK (test_sdk.py).
+    "sdk-rust": "sdk_rust.wasm",
+    "sdk-py": "sdk_py.wasm",
+    "sdk-js": "sdk_js.wasm",
+    "sdk-c": "sdk_c.wasm",
 }
 # One hostile descriptor per build of tests/guests/hostile-describe.
 for _feature in [

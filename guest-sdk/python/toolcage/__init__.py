@@ -186,7 +186,7 @@ def tool(
             schema, hints = input_schema, {}
         out = output_schema
         if out is None:
-            returned = typing.get_type_hints(function, include_extras=True).get("return")
+            returned = typing.get_type_hints(function, include_extras=True).get("return")  # resolved above
             out = _output_schema(returned)
         _TOOLS[tool_name] = _Registered(
             name=tool_name,

@@ -52,6 +52,14 @@ def _camel(name: str) -> str:
 _NONE = type(None)
 
 
+def _hints(owner: Any) -> dict:
+    """``owner``'s type hints, resolved (``Annotated`` kept)."""
+    try:
+        return typing.get_type_hints(owner, include_extras=True)
+    except NameError as problem:
+        raise SchemaError(f"cannot resolve the type hints of {getattr(owner, '__name__', owner)!r}: {problem}") from None
+
+
 def _is_typeddict(hint: Any) -> bool:
     return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__total__")
 
@@ -128,11 +136,11 @@ def schema_of(hint: Any, _seen: tuple = ()) -> dict:
             schema["description"] = inspect.cleandoc(hint.__doc__)
         return schema
     if _is_typeddict(hint):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         required = sorted(getattr(hint, "__required_keys__", set(hints)))
         return _object(hint, hints, required, {}, _seen + (hint,))
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         required = []
         defaults = {}
         for f in dataclasses.fields(hint):
@@ -187,7 +195,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # An optional field left at its default of None is left out, as
+        # an unset optional property.
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (getattr(value, f.name) is None and f.default is None)
+        }
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -239,7 +253,7 @@ def parameters_schema(function) -> tuple[dict, dict]:
     """The input schema of ``function``'s parameters (an object, unknown
     properties refused) and the hints by parameter name."""
     signature = inspect.signature(function)
-    hints = typing.get_type_hints(function, include_extras=True)
+    hints = _hints(function)
     _, param_docs = split_docstring(function.__doc__)
     properties = {}
     required = []
@@ -287,11 +301,11 @@ def convert(value: Any, hint: Any) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint(value)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type) and isinstance(value, dict):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         known = {f.name for f in dataclasses.fields(hint)}
         return hint(**{k: convert(v, hints[k]) for k, v in value.items() if k in known})
     if _is_typeddict(hint) and isinstance(value, dict):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         return {k: convert(v, hints[k]) if k in hints else v for k, v in value.items()}
     if origin in (list, typing.List) and isinstance(value, list):
         return [convert(v, args[0]) for v in value] if args else value

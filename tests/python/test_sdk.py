@@ -1,0 +1,118 @@
+"""The guest SDKs, language by language: the same six example tools written
+with the Rust, Python, JavaScript and C SDKs (tests/guests/sdk-rust,
+tests/components/sdk-{py,js,c}) must list and behave the same through the
+official Python SDK, in both protocol eras, under the same argument checks
+and limits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ERAS, LEGACY, session, text_of
+from test_least_privilege import asking, client
+
+pytestmark = pytest.mark.anyio
+
+LANGS = ["rust", "py"]
+TOOLS = {"word_count", "fail", "chatty", "archive", "spin", "hog"}
+
+
+@pytest.fixture(params=LANGS)
+def lang(request, setup):
+    setup.add(f"sdk-{request.param}")
+    return request.param
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_example_tools_are_listed_with_their_schemas(setup, lang, era):
+    async with session(setup, era) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert set(tools) == TOOLS, (lang, set(tools))
+    count = tools["word_count"]
+    assert count.description.startswith("Count the words in a text"), count.description
+    schema = count.input_schema
+    assert schema["type"] == "object" and schema["required"] == ["text"], schema
+    assert schema["properties"]["text"]["type"] == "string"
+    assert schema["properties"]["text"]["minLength"] == 1
+    assert schema["properties"]["unique"]["type"] == "boolean"
+    assert count.output_schema["type"] == "object"
+    assert count.output_schema["properties"]["words"]["type"] == "integer"
+    assert count.annotations.read_only_hint is True and count.annotations.idempotent_hint is True
+    assert not tools["archive"].annotations or not tools["archive"].annotations.destructive_hint
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_structured_output_errors_and_argument_checks(setup, lang, era):
+    async with session(setup, era) as c:
+        both = await c.call_tool("word_count", {"text": "a b A", "unique": True})
+        assert not both.is_error, text_of(both)
+        assert both.structured_content == {"words": 3, "unique_words": 2}, (lang, both.structured_content)
+        assert json.loads(text_of(both)) == {"words": 3, "unique_words": 2}
+        plain = await c.call_tool("word_count", {"text": "one two"})
+        assert plain.structured_content == {"words": 2}, (lang, plain.structured_content)
+
+        failed = await c.call_tool("fail", {"message": "it broke: badly"})
+        assert failed.is_error and text_of(failed) == "it broke: badly", (lang, text_of(failed))
+
+        # The host checks arguments against the schema before anything runs.
+        for arguments, problem in [({}, "text"), ({"text": ""}, "shorter than 1"), ({"text": 5}, "string")]:
+            bad = await c.call_tool("word_count", arguments)
+            assert bad.is_error and "input schema" in text_of(bad) and problem in text_of(bad), (lang, text_of(bad))
+        over = await c.call_tool("chatty", {"steps": 11})
+        assert over.is_error and "input schema" in text_of(over), (lang, text_of(over))
+
+
+async def test_logs_and_progress_reach_the_client(setup, lang):
+    logged = []
+    progress = []
+
+    async def on_log(params):
+        logged.append(params.data)
+
+    async def on_progress(done, total, message):
+        progress.append((done, total, message))
+
+    async with session(setup, LEGACY, logging_callback=on_log) as c:
+        result = await c.call_tool("chatty", {"steps": 3}, progress_callback=on_progress)
+    assert not result.is_error and text_of(result) == "done after 3 steps", (lang, text_of(result))
+    assert [str(m) for m in logged if "step" in str(m)] == ["step 1", "step 2", "step 3"], (lang, logged)
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], (lang, progress)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tool_asks_the_user_through_its_sdk(setup, lang, era):
+    yes = asking("accept", {})
+    async with client(setup, era, elicitation_callback=yes) as c:
+        done = await c.call_tool("archive", {"name": "reports"})
+        assert not done.is_error and text_of(done) == "archived reports", (lang, text_of(done))
+    assert yes.asked == ["Archive reports?"], (lang, yes.asked)
+    no = asking("decline")
+    async with client(setup, era, elicitation_callback=no) as c:
+        kept = await c.call_tool("archive", {"name": "reports"})
+        assert kept.is_error and text_of(kept) == "not archived: the user said no", (lang, text_of(kept))
+    # A client that cannot ask: the host's message reaches the model.
+    async with session(setup, era) as c:
+        unasked = await c.call_tool("archive", {"name": "reports"})
+        assert unasked.is_error and "elicitation" in text_of(unasked), (lang, text_of(unasked))
+
+
+async def test_limits_hold_for_every_language(setup, lang):
+    setup.write_config(
+        "[tools.spin]\nfuel = 200000000\n\n[tools.hog]\nmemory_mib = 160\n"
+    )
+    async with session(setup, LEGACY) as c:
+        spun = await c.call_tool("spin", {})
+        assert spun.is_error and "ran out of fuel" in text_of(spun), (lang, text_of(spun))
+        small = await c.call_tool("hog", {"mib": 4})
+        assert not small.is_error and text_of(small) == "allocated 4 MiB", (lang, text_of(small))
+        big = await c.call_tool("hog", {"mib": 400})
+        assert big.is_error and "memory limit" in text_of(big), (lang, text_of(big))
+        # Each call is a fresh instance: the server and the tool go on.
+        again = await c.call_tool("word_count", {"text": "still here"})
+        assert again.structured_content == {"words": 2}
+    setup.write_config("[tools.spin]\nfuel = 1000000000000000\ndeadline_ms = 300\n")
+    async with session(setup, LEGACY) as c:
+        timed = await c.call_tool("spin", {})
+        assert timed.is_error and "deadline" in text_of(timed), (lang, text_of(timed))
