@@ -119,7 +119,17 @@ const PYTHON: &[File] = &[
     file("wit/tool.wit", WIT),
 ];
 
-const JS: &[File] = &[];
+const JS: &[File] = &[
+    file("app.js", include_str!("../../guest-sdk/js/template/app.js")),
+    file("package.json", include_str!("../../guest-sdk/js/template/package.json")),
+    script("build.sh", include_str!("../../guest-sdk/js/template/build.sh")),
+    file("README.md", include_str!("../../guest-sdk/js/template/README.md")),
+    file(".gitignore", include_str!("../../guest-sdk/js/template/gitignore")),
+    file("toolcage/index.js", include_str!("../../guest-sdk/js/index.js")),
+    file("toolcage/index.d.ts", include_str!("../../guest-sdk/js/index.d.ts")),
+    file("toolcage/package.json", include_str!("../../guest-sdk/js/package.json")),
+    file("wit/tool.wit", WIT),
+];
 
 const C: &[File] = &[];
 

@@ -15,7 +15,7 @@ from conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolcage" / "components"
-LANGS = ["rust", "python"]
+LANGS = ["rust", "python", "js"]
 
 
 def new(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -29,7 +29,18 @@ def toolchains() -> dict:
         # A target dir of its own: the template is a workspace of its own.
         "CARGO_TARGET_DIR": str(REPO / "target" / "templates"),
         "COMPONENTIZE_PY": str(CACHE / "componentize-py-0.25.1" / "bin" / "componentize-py"),
+        "COMPONENTIZE_JS": str(componentize_js()),
     }
+
+
+def componentize_js() -> Path:
+    """The componentize-js tests/components/build installed (keyed by its
+    lock's hash)."""
+    import hashlib
+
+    lock = (REPO / "tests" / "components" / "npm" / "package-lock.json").read_bytes()
+    key = hashlib.sha256(lock).hexdigest()[:16]
+    return CACHE / f"componentize-js-{key}" / "node_modules" / "@bytecodealliance" / "componentize-js" / "src" / "cli.js"
 
 
 @pytest.mark.parametrize("lang", LANGS)

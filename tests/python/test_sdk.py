@@ -15,7 +15,7 @@ from test_least_privilege import asking, client
 
 pytestmark = pytest.mark.anyio
 
-LANGS = ["rust", "py"]
+LANGS = ["rust", "py", "js"]
 TOOLS = {"word_count", "fail", "chatty", "archive", "spin", "hog"}
 
 
@@ -116,3 +116,21 @@ async def test_limits_hold_for_every_language(setup, lang):
     async with session(setup, LEGACY) as c:
         timed = await c.call_tool("spin", {})
         assert timed.is_error and "deadline" in text_of(timed), (lang, text_of(timed))
+
+
+def test_the_javascript_sdk_passes_its_own_tests():
+    """guest-sdk/js/test: the SDK's logic under Node with a stand-in host
+    (schemas, results, errors, helpers), beside the component tests above."""
+    import subprocess
+    from pathlib import Path
+
+    sdk = Path(__file__).resolve().parents[2] / "guest-sdk" / "js"
+    result = subprocess.run(
+        ["node", "--import", "./test/register.mjs", "--test", "test/sdk.test.mjs"],
+        cwd=sdk,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "# fail 0" in result.stdout
