@@ -121,17 +121,66 @@ const PYTHON: &[File] = &[
 
 const JS: &[File] = &[
     file("app.js", include_str!("../../guest-sdk/js/template/app.js")),
-    file("package.json", include_str!("../../guest-sdk/js/template/package.json")),
-    script("build.sh", include_str!("../../guest-sdk/js/template/build.sh")),
-    file("README.md", include_str!("../../guest-sdk/js/template/README.md")),
-    file(".gitignore", include_str!("../../guest-sdk/js/template/gitignore")),
-    file("toolcage/index.js", include_str!("../../guest-sdk/js/index.js")),
-    file("toolcage/index.d.ts", include_str!("../../guest-sdk/js/index.d.ts")),
-    file("toolcage/package.json", include_str!("../../guest-sdk/js/package.json")),
+    file(
+        "package.json",
+        include_str!("../../guest-sdk/js/template/package.json"),
+    ),
+    script(
+        "build.sh",
+        include_str!("../../guest-sdk/js/template/build.sh"),
+    ),
+    file(
+        "README.md",
+        include_str!("../../guest-sdk/js/template/README.md"),
+    ),
+    file(
+        ".gitignore",
+        include_str!("../../guest-sdk/js/template/gitignore"),
+    ),
+    file(
+        "toolcage/index.js",
+        include_str!("../../guest-sdk/js/index.js"),
+    ),
+    file(
+        "toolcage/index.d.ts",
+        include_str!("../../guest-sdk/js/index.d.ts"),
+    ),
+    file(
+        "toolcage/package.json",
+        include_str!("../../guest-sdk/js/package.json"),
+    ),
     file("wit/tool.wit", WIT),
 ];
 
-const C: &[File] = &[];
+const C: &[File] = &[
+    file("tool.c", include_str!("../../guest-sdk/c/template/tool.c")),
+    script(
+        "build.sh",
+        include_str!("../../guest-sdk/c/template/build.sh"),
+    ),
+    file(
+        "README.md",
+        include_str!("../../guest-sdk/c/template/README.md"),
+    ),
+    file(
+        ".gitignore",
+        include_str!("../../guest-sdk/c/template/gitignore"),
+    ),
+    file(
+        "toolcage/toolcage.h",
+        include_str!("../../guest-sdk/c/toolcage.h"),
+    ),
+    script("toolcage/build", include_str!("../../guest-sdk/c/build")),
+    file(
+        "toolcage/bindings/tool_component.h",
+        include_str!("../../guest-sdk/c/bindings/tool_component.h"),
+    ),
+    file(
+        "toolcage/bindings/tool_component.c",
+        include_str!("../../guest-sdk/c/bindings/tool_component.c"),
+    ),
+    file("wit/tool.wit", WIT),
+];
 
 fn files(lang: Lang) -> &'static [File] {
     match lang {

@@ -15,7 +15,7 @@ from conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolcage" / "components"
-LANGS = ["rust", "python", "js"]
+LANGS = ["rust", "python", "js", "c"]
 
 
 def new(*args: str, cwd: Path) -> subprocess.CompletedProcess:

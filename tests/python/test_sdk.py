@@ -15,7 +15,7 @@ from test_least_privilege import asking, client
 
 pytestmark = pytest.mark.anyio
 
-LANGS = ["rust", "py", "js"]
+LANGS = ["rust", "py", "js", "c"]
 TOOLS = {"word_count", "fail", "chatty", "archive", "spin", "hog"}
 
 
@@ -134,3 +134,16 @@ def test_the_javascript_sdk_passes_its_own_tests():
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "# fail 0" in result.stdout
+
+
+def test_the_c_helper_passes_its_own_tests():
+    """guest-sdk/c/tests: toolcage.h's argument reader and builders, natively
+    under AddressSanitizer and UndefinedBehaviorSanitizer (mutated JSON
+    included)."""
+    import subprocess
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[2] / "guest-sdk" / "c" / "tests" / "run"
+    result = subprocess.run([str(run)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert " 0 failed" in result.stdout, result.stdout[-2000:]
