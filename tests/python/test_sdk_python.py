@@ -136,3 +136,109 @@ def test_return_values_become_json_data():
 
     assert to_json_data(Out(1)) == {"a": 1, "items": []}
     assert to_json_data(Out(1, "x", [Color.BLUE])) == {"a": 1, "b": "x", "items": ["blue"]}
+
+
+# --- the SDK against the real generated bindings, with a stand-in host -----
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sdk(tmp_path_factory):
+    """The SDK with the bindings componentize-py generates for the
+    `tool-component` world, the host's functions replaced by recorders."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolcage" / "components"
+    out = tmp_path_factory.mktemp("bindings")
+    wit = Path(__file__).resolve().parents[2] / "guest-sdk" / "wit"
+    subprocess.run(
+        [str(cache / "componentize-py-0.25.1" / "bin" / "componentize-py"), "-d", str(wit), "-w", "tool-component", "bindings", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    sys.path.insert(0, str(out))
+    import toolcage
+    from wit_world.imports import host
+
+    yield toolcage, host
+    sys.path.remove(str(out))
+
+
+class Recorder:
+    def __init__(self, host, answers):
+        self.host = host
+        self.calls = []
+        self.answers = list(answers)
+
+    def __call__(self, name):
+        def record(*args):
+            self.calls.append((name, args))
+            answer = self.answers.pop(0) if name in ("elicit", "sample") else None
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        return record
+
+
+def test_results_errors_and_host_services_through_the_bindings(sdk, monkeypatch, capsys):
+    toolcage, host = sdk
+    from componentize_py_types import Err
+
+    recorder = Recorder(
+        host,
+        [
+            host.ElicitResponse_Accept('{"age": 30, "name": "Ada"}'),
+            host.ElicitResponse_Decline(),
+            Err("the client cannot elicit"),
+            host.SamplingResponse(text="a summary", model="m", stop_reason=None),
+        ],
+    )
+    for name in ["log", "progress", "elicit", "sample"]:
+        monkeypatch.setattr(host, name, recorder(name))
+
+    @dataclass
+    class Person:
+        name: str
+        age: int
+
+    @toolcage.tool(name="sdk_probe", destructive=True)
+    def probe(step: int) -> dict:
+        """Probe the host services."""
+        toolcage.info("starting")
+        toolcage.progress(1, 2, "half")
+        who = toolcage.ask("Who?", Person)
+        again = toolcage.confirm("Again?")
+        try:
+            toolcage.elicit("More?", {"type": "object", "properties": {}})
+            failed = None
+        except toolcage.HostError as problem:
+            failed = str(problem)
+        summary = toolcage.sample("Summarise", 64)
+        return {"who": [who.name, who.age], "again": again, "failed": failed, "summary": summary}
+
+    (descriptor,) = [d for d in toolcage.Tool().describe() if d.name == "sdk_probe"]
+    assert descriptor.annotations.destructive and json.loads(descriptor.input_schema)["required"] == ["step"]
+    result = toolcage.Tool().call("sdk_probe", '{"step": 1}')
+    assert not result.is_error, result
+    assert json.loads(result.structured) == {"who": ["Ada", 30], "again": False, "failed": "the client cannot elicit", "summary": "a summary"}
+    names = [name for name, _ in recorder.calls]
+    assert names == ["log", "progress", "elicit", "elicit", "elicit", "sample"]
+    assert recorder.calls[0][1] == (host.Level.INFO, "starting")
+    assert json.loads(recorder.calls[2][1][1]) == {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+    request = recorder.calls[5][1][0]
+    assert request.max_tokens == 64 and request.messages[0].role == host.Role.USER
+
+    @toolcage.tool(name="sdk_raises")
+    def raises() -> str:
+        """Raise."""
+        raise KeyError("missing thing")
+
+    failed = toolcage.Tool().call("sdk_raises", "{}")
+    assert failed.is_error and failed.content[0].value == "'missing thing'"
+    assert "Traceback" in capsys.readouterr().err
+    assert toolcage.Tool().call("nope", "{}").content[0].value == "this component has no tool `nope`"
+    assert toolcage.Tool().call("sdk_raises", "[1]").content[0].value == "the arguments must be a JSON object"
+    with pytest.raises(ValueError, match="two tools"):
+        toolcage.tool(name="sdk_raises")(raises)
