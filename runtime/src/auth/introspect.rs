@@ -170,7 +170,7 @@ impl Introspector {
             .split_ascii_whitespace()
             .map(str::to_owned)
             .collect();
-        match super::token::caller(self.issuer.clone(), answer.sub, answer.client_id, scopes) {
+        match Caller::checked(self.issuer.clone(), answer.sub, answer.client_id, scopes) {
             Ok(caller) => Verdict::Active(caller),
             Err(why) => Verdict::Refused(why),
         }

@@ -55,7 +55,43 @@ pub struct Caller {
     pub scopes: Vec<String>,
 }
 
+/// Longest `sub`, `client_id` or scope kept, in bytes.
+pub const MAX_NAME_BYTES: usize = 512;
+
+/// Most scopes one token may carry.
+pub const MAX_SCOPES: usize = 256;
+
 impl Caller {
+    /// The caller a checked token (or introspection answer) names, if its
+    /// names and scopes are within their bounds; scopes sorted, once each.
+    ///
+    /// # Errors
+    ///
+    /// What is over its bound, for the refusal.
+    pub fn checked(
+        issuer: String,
+        subject: Option<String>,
+        client_id: Option<String>,
+        mut scopes: Vec<String>,
+    ) -> Result<Caller, String> {
+        for (what, value) in [("sub", &subject), ("client_id", &client_id)] {
+            if value.as_ref().is_some_and(|v| v.len() > MAX_NAME_BYTES) {
+                return Err(format!("its `{what}` is over {MAX_NAME_BYTES} bytes"));
+            }
+        }
+        if scopes.len() > MAX_SCOPES || scopes.iter().any(|s| s.len() > MAX_NAME_BYTES) {
+            return Err("it carries too many or too long scopes".into());
+        }
+        scopes.sort();
+        scopes.dedup();
+        Ok(Caller {
+            issuer,
+            subject,
+            client_id,
+            scopes,
+        })
+    }
+
     /// One string that identifies this caller (issuer, subject and client,
     /// unambiguously joined): what sessions and request state are bound to.
     pub fn key(&self) -> String {

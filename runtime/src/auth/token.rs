@@ -29,12 +29,6 @@ use crate::config::OAuthConfig;
 /// Largest token accepted, in bytes (real access tokens are 1 to 4 KiB).
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
-/// Longest `sub` or `client_id` kept, in bytes.
-const MAX_NAME_BYTES: usize = 512;
-
-/// Most scopes one token may carry.
-const MAX_SCOPES: usize = 256;
-
 /// The resource server: its settings, the issuer's keys, and the metadata
 /// it publishes.
 pub struct OAuth {
@@ -350,7 +344,7 @@ impl OAuth {
             }
             (None, None) => Vec::new(),
         };
-        caller(
+        Caller::checked(
             claims.iss,
             claims.sub,
             claims.client_id.or(claims.azp),
@@ -358,32 +352,6 @@ impl OAuth {
         )
         .map_err(Refusal::Invalid)
     }
-}
-
-/// The caller a checked token names, if its names and scopes are within
-/// their bounds.
-pub(super) fn caller(
-    issuer: String,
-    subject: Option<String>,
-    client_id: Option<String>,
-    mut scopes: Vec<String>,
-) -> Result<Caller, String> {
-    for (what, value) in [("sub", &subject), ("client_id", &client_id)] {
-        if value.as_ref().is_some_and(|v| v.len() > MAX_NAME_BYTES) {
-            return Err(format!("its `{what}` is over {MAX_NAME_BYTES} bytes"));
-        }
-    }
-    if scopes.len() > MAX_SCOPES || scopes.iter().any(|s| s.len() > MAX_NAME_BYTES) {
-        return Err("it carries too many or too long scopes".into());
-    }
-    scopes.sort();
-    scopes.dedup();
-    Ok(Caller {
-        issuer,
-        subject,
-        client_id,
-        scopes,
-    })
 }
 
 /// Why a token was not accepted.

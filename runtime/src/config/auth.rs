@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::raw::{FieldError, RawRoot, parse_hosts, parse_roots, range};
+use super::fields::{FieldError, RawRoot, parse_hosts, parse_roots, range};
 use crate::grants::files::Root;
 use crate::grants::network::HostPattern;
 

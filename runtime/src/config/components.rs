@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::raw::FieldError;
+use super::fields::FieldError;
 use super::{PlainRules, ToolOverride, toml_key};
 
 #[derive(Debug, Default, Deserialize)]

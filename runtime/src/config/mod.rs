@@ -11,6 +11,7 @@
 
 mod auth;
 mod components;
+mod fields;
 mod raw;
 
 pub use auth::{
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use crate::grants::Grants;
 use crate::grants::env::{EnvGrant, EnvVar};
 pub use crate::grants::files::{Mode, Root, expand_tilde, normalize};
-use crate::grants::network::{HostPattern, NetGrant, NetLimits};
+use crate::grants::network::{NetGrant, NetLimits};
 use crate::grants::services::ServicesGrant;
 
 /// Default fuel per call. Fuel counts roughly one unit per WebAssembly
