@@ -251,15 +251,21 @@ pub fn create(dir: &Path, name: &str, lang: Lang) -> anyhow::Result<Vec<PathBuf>
     let written = write_all(&staging, name, files).inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&staging);
     })?;
-    if dir.exists() {
-        std::fs::remove_dir(dir).with_context(|| format!("cannot replace `{}`", dir.display()))?;
+    // An empty folder is replaced by the project (a link to one is not
+    // followed: it cannot be removed as a folder, and the error says so).
+    let placed = if dir.exists() {
+        std::fs::remove_dir(dir)
+            .with_context(|| format!("cannot replace the empty folder `{}`", dir.display()))
+    } else {
+        Ok(())
     }
-    std::fs::rename(&staging, dir)
-        .inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&staging);
-        })
-        .with_context(|| format!("cannot create `{}`", dir.display()))?;
-    Ok(written)
+    .and_then(|()| {
+        std::fs::rename(&staging, dir).with_context(|| format!("cannot create `{}`", dir.display()))
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    placed.map(|()| written)
 }
 
 fn write_all(root: &Path, name: &str, files: &[File]) -> anyhow::Result<Vec<PathBuf>> {
@@ -341,6 +347,14 @@ mod tests {
             .to_string();
         assert!(error.contains("not empty"), "{error}");
         assert!(create(&root.join("bad"), "Bad", Lang::Rust).is_err());
+        // A link to an empty folder is not written through.
+        let empty = root.join("empty");
+        std::fs::create_dir_all(&empty).expect("mkdir");
+        std::os::unix::fs::symlink(&empty, root.join("link")).expect("symlink");
+        assert!(create(&root.join("link"), "linked", Lang::Python).is_err());
+        assert!(std::fs::read_dir(&empty).expect("dir").next().is_none());
+        std::fs::remove_file(root.join("link")).expect("unlink");
+        std::fs::remove_dir(&empty).expect("rmdir");
         assert!(!root.join("bad").exists());
         let leftovers: Vec<_> = std::fs::read_dir(&root)
             .expect("dir")
