@@ -136,6 +136,25 @@ def test_the_javascript_sdk_passes_its_own_tests():
     assert "# fail 0" in result.stdout
 
 
+def test_the_javascript_sdk_types_accept_and_refuse_what_they_should():
+    """guest-sdk/js/test/types.ts: inferred argument types, output types and
+    annotations, each `@ts-expect-error` a mistake the types must catch
+    (tsc fails on one that is not an error)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    npm = Path(os.environ.get("TOOLCAGE_NPM", "target/npm")).resolve()
+    test = Path(__file__).resolve().parents[2] / "guest-sdk" / "js" / "test"
+    result = subprocess.run(
+        [str(npm / "node_modules" / "node" / "bin" / "node"), str(npm / "node_modules" / "typescript" / "bin" / "tsc"), "-p", str(test / "tsconfig.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
 def test_the_c_helper_passes_its_own_tests():
     """guest-sdk/c/tests: toolcage.h's argument reader and builders, natively
     under AddressSanitizer and UndefinedBehaviorSanitizer (mutated JSON

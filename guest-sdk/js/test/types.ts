@@ -1,0 +1,57 @@
+// Compile-time checks of index.d.ts (`tsc --noEmit` in the test suite):
+// what the types accept, and with `@ts-expect-error`, what they refuse.
+// Nothing here runs.
+
+import { s, tool, text, type Infer } from '../index.js';
+
+const input = s.object({
+  name: s.string({ minLength: 1 }),
+  count: s.optional(s.integer()),
+  tags: s.array(s.string()),
+  mode: s.enum(['fast', 'slow']),
+});
+type Input = Infer<typeof input>;
+
+const args: Input = { name: 'a', tags: [], mode: 'fast' };
+const withCount: Input = { name: 'a', count: 2, tags: ['x'], mode: 'slow' };
+// @ts-expect-error `name` is required
+const missing: Input = { tags: [], mode: 'fast' };
+// @ts-expect-error `mode` is one of the enum's values
+const badMode: Input = { name: 'a', tags: [], mode: 'medium' };
+// @ts-expect-error `count` is an integer (a number), not a string
+const badCount: Input = { name: 'a', count: '2', tags: [], mode: 'fast' };
+
+tool(
+  {
+    name: 'typed',
+    description: 'A typed tool.',
+    input,
+    output: s.object({ message: s.string() }),
+    annotations: { readOnly: true },
+  },
+  ({ name, count, tags, mode }) => {
+    const n: string = name;
+    const c: number | undefined = count;
+    const t: string[] = tags;
+    const m: 'fast' | 'slow' = mode;
+    return { message: `${n} ${c ?? 0} ${t.length} ${m}` };
+  },
+);
+
+tool({ name: 'async_text', description: 'Async, free-form content.', input }, async () => ({
+  content: [text('hi')],
+}));
+
+tool(
+  { name: 'wrong_output', description: 'Returns the wrong shape.', input, output: s.object({ message: s.string() }) },
+  // @ts-expect-error the output schema says `message` is a string
+  () => ({ message: 42 }),
+);
+
+tool(
+  // @ts-expect-error annotations are booleans
+  { name: 'bad_annotation', description: 'x', input, annotations: { readOnly: 'yes' } },
+  () => 'ok',
+);
+
+void [args, withCount, missing, badMode, badCount];
