@@ -53,6 +53,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod schema;
 pub mod services;
+pub mod source;
 pub mod template;
 pub mod transport;
 pub mod watch;
