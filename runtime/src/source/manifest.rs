@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn an_artifact_an_independent_client_pushed_is_read() {
+        // As oras 0.2.43 (PyPI) pushed a component to Debian's
+        // docker-registry 2.8.2 in the wasm artifact layout.
+        let pushed = r#"{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.wasm.config.v0+json", "size": 0,
+                "digest": "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+            "layers": [{"mediaType": "application/wasm", "size": 66220,
+                "digest": "sha256:73feeaffecf9548a9e4c588ee8c120fc736cf6d0e0ca1e43884e82b00c2572fc",
+                "annotations": {"org.opencontainers.image.title": "tool.wasm"}}], "annotations": {}}"#;
+        let artifact = parse(pushed.as_bytes(), None, 1 << 20).expect("valid");
+        assert_eq!(artifact.layer.size, 66220);
+        assert_eq!(
+            artifact.layer.digest.to_string(),
+            "sha256:73feeaffecf9548a9e4c588ee8c120fc736cf6d0e0ca1e43884e82b00c2572fc"
+        );
+        assert_eq!(artifact.config.digest, Digest::of(b""));
+    }
+
+    #[test]
     fn everything_else_is_refused_with_why() {
         let two = format!(
             "{},{}",
