@@ -29,9 +29,13 @@ struct WordCount {
 #[tool(read_only, idempotent)]
 fn word_count(args: WordCountArgs) -> Result<WordCount, String> {
     let words: Vec<&str> = args.text.split_whitespace().collect();
-    let unique_words = args
-        .unique
-        .then(|| words.iter().map(|w| w.to_lowercase()).collect::<HashSet<_>>().len());
+    let unique_words = args.unique.then(|| {
+        words
+            .iter()
+            .map(|w| w.to_lowercase())
+            .collect::<HashSet<_>>()
+            .len()
+    });
     Ok(WordCount {
         words: words.len(),
         unique_words,
@@ -62,7 +66,11 @@ struct ChattyArgs {
 fn chatty(args: ChattyArgs) -> Result<Output, String> {
     for i in 1..=args.steps {
         toolcage_guest::info!("step {i}");
-        toolcage_guest::progress(f64::from(i), Some(f64::from(args.steps)), Some(&format!("step {i}")));
+        toolcage_guest::progress(
+            f64::from(i),
+            Some(f64::from(args.steps)),
+            Some(&format!("step {i}")),
+        );
     }
     Ok(Output::text(format!("done after {} steps", args.steps)))
 }
