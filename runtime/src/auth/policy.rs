@@ -91,9 +91,9 @@ impl Access<'_> {
 
     /// The hosts the requester's calls may reach at most, if the entry
     /// narrows them.
-    pub fn hosts(&self) -> Option<&[HostPattern]> {
+    pub fn hosts(&self) -> Option<&std::sync::Arc<[HostPattern]>> {
         match self {
-            Access::Rule(rule) => rule.network.as_deref(),
+            Access::Rule(rule) => rule.network.as_ref(),
             Access::Everything | Access::Nothing => None,
         }
     }

@@ -116,7 +116,7 @@ pub struct CallerRule {
     pub roots: Option<Vec<Root>>,
     /// Hosts its calls may reach at most (a request must be in the tool's
     /// grant and here); the tools' grants as they are, if unset.
-    pub network: Option<Vec<HostPattern>>,
+    pub network: Option<std::sync::Arc<[HostPattern]>>,
 }
 
 impl CallerRule {
@@ -505,7 +505,7 @@ impl RawCaller {
         };
         let network = match &self.network {
             None => None,
-            Some(entries) => Some(parse_hosts(entries)?),
+            Some(entries) => Some(parse_hosts(entries)?.into()),
         };
         Ok(CallerRule {
             name: self.name.clone(),

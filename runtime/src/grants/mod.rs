@@ -84,7 +84,7 @@ pub struct CallerLimits<'a> {
     /// The directories its calls may reach at most.
     pub roots: Option<&'a [Root]>,
     /// The hosts its calls may reach at most.
-    pub hosts: Option<&'a [network::HostPattern]>,
+    pub hosts: Option<&'a Arc<[network::HostPattern]>>,
 }
 
 /// One tool's grants, prepared for one call.

@@ -229,25 +229,21 @@ impl Run {
         let stderr = self.stderr.peek();
         // An exception a Python or JavaScript runtime printed before it
         // aborted: the author's message, not the runtime's own panic.
-        if let Some(message) = raised_message(&stderr) {
-            return CallFailure::Raised(if memory_denied {
+        let explained = |message: String| {
+            if memory_denied {
                 format!(
                     "{message} (after its memory limit of {} MiB refused to grow)",
                     limits.memory_bytes / (1024 * 1024)
                 )
             } else {
                 message
-            });
+            }
+        };
+        if let Some(message) = raised_message(&stderr) {
+            return CallFailure::Raised(explained(message));
         }
         if let Some(message) = panic_message(&stderr) {
-            return CallFailure::Panic(if memory_denied {
-                format!(
-                    "{message} (after its memory limit of {} MiB refused to grow)",
-                    limits.memory_bytes / (1024 * 1024)
-                )
-            } else {
-                message
-            });
+            return CallFailure::Panic(explained(message));
         }
         if memory_denied {
             return CallFailure::Memory {

@@ -132,7 +132,8 @@ impl OciReference {
         let (registry, rest) = text.split_once('/').ok_or_else(|| {
             format!("`{whole}` names no repository (oci://REGISTRY/REPOSITORY:TAG)")
         })?;
-        check_registry(registry).map_err(|why| format!("`{whole}`: the registry {why}"))?;
+        check_registry(registry)
+            .map_err(|why| format!("`{whole}`: the registry `{registry}` is refused: {why}"))?;
         let (named, digest) = match rest.split_once('@') {
             Some((named, digest)) => (
                 named,
@@ -186,43 +187,17 @@ impl fmt::Display for OciReference {
     }
 }
 
-/// `host[:port]`: a DNS name or an IP literal (IPv6 in brackets).
+/// `host[:port]`: what every request of a fetch connects to, so it is read
+/// by the one authority parser outbound requests use
+/// ([`crate::grants::network::Target`]), never by a second one.
 fn check_registry(registry: &str) -> Result<(), String> {
-    if registry.is_empty() {
-        return Err("is empty".into());
+    let uri: http::Uri = format!("https://{registry}/")
+        .parse()
+        .map_err(|_| "it is not a host or host:port".to_owned())?;
+    if uri.path() != "/" || uri.query().is_some() {
+        return Err("it is not a host or host:port".into());
     }
-    let (host, port) = match registry.strip_prefix('[') {
-        Some(v6) => {
-            let (ip, after) = v6.split_once(']').ok_or("has an unclosed `[`")?;
-            ip.parse::<std::net::Ipv6Addr>()
-                .map_err(|_| format!("`[{ip}]` is not an IPv6 address"))?;
-            (None, after.strip_prefix(':'))
-        }
-        None => match registry.rsplit_once(':') {
-            Some((host, port)) => (Some(host), Some(port)),
-            None => (Some(registry), None),
-        },
-    };
-    if let Some(port) = port
-        && !(port.parse::<u16>().is_ok_and(|p| p > 0) && port.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return Err(format!("has a bad port `{port}`"));
-    }
-    if let Some(host) = host {
-        let label_ok = |label: &str| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        };
-        if host.len() > 253 || !host.split('.').all(label_ok) {
-            return Err(format!("`{host}` is not a host name"));
-        }
-    }
-    Ok(())
+    crate::grants::network::Target::parse(&uri).map(|_| ())
 }
 
 /// Path components of `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`, joined by `/`.
@@ -324,9 +299,9 @@ mod tests {
             ("ghcr.io/a:b:c", "component `a:b`"),
             ("ghcr.io/a:-x", "the tag"),
             ("ghcr.io/a:x?y", "the tag"),
-            ("ghcr.io:99999/a:1", "bad port"),
-            ("gh cr.io/a:1", "not a host name"),
-            ("user@ghcr.io/a:1", "not a host name"),
+            ("ghcr.io:99999/a:1", "not a port"),
+            ("gh cr.io/a:1", "not a host or host:port"),
+            ("user@ghcr.io/a:1", "user name or password"),
             ("ghcr.io/a@sha512:00", "sha256"),
             ("ghcr.io/a@sha256:abc", "64"),
         ] {

@@ -42,8 +42,8 @@ impl NetGate {
     /// The same gate, also limited to the hosts of the caller's policy
     /// `(name, hosts)`, if it has any: a request must be in both.
     #[must_use]
-    pub fn narrowed(mut self, caller: Option<(&str, &[HostPattern])>) -> Self {
-        self.caller = caller.map(|(name, hosts)| (Arc::from(name), Arc::from(hosts)));
+    pub fn narrowed(mut self, caller: Option<(&str, &Arc<[HostPattern]>)>) -> Self {
+        self.caller = caller.map(|(name, hosts)| (Arc::from(name), Arc::clone(hosts)));
         self
     }
 
