@@ -137,7 +137,7 @@ impl Router {
 
 /// The response for a refused request: its status, challenge and message.
 fn rejected(rejection: Rejection) -> Response<Body> {
-    let mut response = text(rejection.status, rejection.message);
+    let mut response = closing(text(rejection.status, rejection.message));
     if let Some(challenge) = rejection
         .challenge
         .and_then(|c| hyper::header::HeaderValue::try_from(c).ok())
@@ -191,7 +191,19 @@ fn not_found(routes: &[Route]) -> Response<Body> {
         [one] => format!("not found: the MCP endpoint is {one}"),
         many => format!("not found: the endpoints are {}", many.join(", ")),
     };
-    text(StatusCode::NOT_FOUND, message)
+    closing(text(StatusCode::NOT_FOUND, message))
+}
+
+/// `response`, telling the client the connection closes after it: sent
+/// before the request's body was read, the connection cannot carry another
+/// request, and a client that reused it (as one retrying with a fresh token
+/// does) would see it drop.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// A plain-text response.
@@ -211,7 +223,8 @@ fn text(status: StatusCode, message: String) -> Response<Body> {
 
 /// A 503 with `Retry-After`.
 pub fn busy(message: &'static str) -> Response<Body> {
-    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
+    // Mostly answered before the body is read (see `closing`).
+    let mut response = closing(plain(StatusCode::SERVICE_UNAVAILABLE, message));
     response.headers_mut().insert(
         hyper::header::RETRY_AFTER,
         hyper::header::HeaderValue::from_static("1"),
