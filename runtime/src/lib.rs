@@ -47,6 +47,7 @@ pub mod dispatch;
 pub mod grants;
 pub mod journal;
 pub mod json;
+pub mod outbound;
 pub mod protocol;
 pub mod redact;
 pub mod sandbox;

@@ -71,6 +71,61 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Install a tool from an OCI registry (`oci://REGISTRY/REPO:TAG` or
+    /// `@sha256:…`), a URL (`https://…/tool.wasm` with `--digest`) or a
+    /// file: fetched, every digest checked, loaded in the sandbox, its
+    /// imports and the grants they would need shown, locked, then put in
+    /// the tools folder. It never adds a grant.
+    Add {
+        #[command(flatten)]
+        common: Common,
+        /// Where the tool comes from.
+        source: String,
+        /// The tool file's name (without `.wasm`) [default: from the source]
+        #[arg(long)]
+        name: Option<String>,
+        /// The digest a URL's bytes must have (`sha256:…`).
+        #[arg(long)]
+        digest: Option<String>,
+        #[command(flatten)]
+        trust: Trust,
+    },
+    /// Fetch installed tools' sources again (tags resolved anew) and, per
+    /// tool whose bytes changed, show the old and new digests and the new
+    /// imports, then replace it if you say so (or with `--yes`).
+    Update {
+        #[command(flatten)]
+        common: Common,
+        /// Only this tool file [default: every one in the lock]
+        name: Option<String>,
+        /// Replace without asking.
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        trust: Trust,
+    },
+    /// Uninstall a tool `toolcage add` installed: its file and its lock
+    /// entry.
+    Remove {
+        #[command(flatten)]
+        common: Common,
+        /// The tool file's name (without `.wasm`).
+        name: String,
+    },
+    /// Push a component to an OCI registry as a Wasm artifact
+    /// (`oci://REGISTRY/REPO:TAG`), signed with `--sign KEY` (a PKCS#8 PEM
+    /// ECDSA P-256 private key) as cosign signs.
+    Publish {
+        #[command(flatten)]
+        common: Common,
+        /// The component file.
+        file: PathBuf,
+        /// Where to push it.
+        reference: String,
+        /// Sign it with this private key.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+    },
     /// Print a pin (the SHA-256 of the providing component) for every tool,
     /// as config lines to paste under `[tools.NAME]`.
     Pin {
@@ -152,6 +207,27 @@ struct Common {
     /// deadline and memory cap); for measuring what metering costs.
     #[arg(long)]
     no_fuel: bool,
+}
+
+/// Which signatures to trust when installing.
+#[derive(Debug, Args)]
+struct Trust {
+    /// A public key (PEM) whose signatures are accepted, instead of
+    /// `[install] keys` (repeatable).
+    #[arg(long = "key", value_name = "FILE")]
+    keys: Vec<PathBuf>,
+    /// Refuse an artifact no accepted key signed.
+    #[arg(long)]
+    require_signature: bool,
+}
+
+impl Trust {
+    fn flags(&self) -> toolcage::source::commands::Flags {
+        toolcage::source::commands::Flags {
+            keys: self.keys.iter().map(|k| expand_tilde(k)).collect(),
+            require_signature: self.require_signature,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -241,7 +317,9 @@ fn log_filter(wanted: &str) -> String {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { common, http } => {
-            let host = Arc::new(Host::load(options(&common)?).await?);
+            let options = options(&common)?;
+            toolcage::source::commands::sync_sources(&options).await;
+            let host = Arc::new(Host::load(options).await?);
             match http {
                 Some(addr) => host.serve(toolcage::Transport::Http(addr)).await?,
                 None => host.serve(toolcage::Transport::Stdio).await?,
@@ -295,6 +373,63 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 wit.display(),
                 out.display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Add {
+            common,
+            source,
+            name,
+            digest,
+            trust,
+        } => {
+            use toolcage::source::commands::add;
+            add(
+                &options(&common)?,
+                &trust.flags(),
+                &source,
+                name.as_deref(),
+                digest.as_deref(),
+            )
+            .await
+            .map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Update {
+            common,
+            name,
+            yes,
+            trust,
+        } => {
+            use toolcage::source::commands::update;
+            let all_ok = update(&options(&common)?, &trust.flags(), name.as_deref(), yes)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            Ok(if all_ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Remove { common, name } => {
+            toolcage::source::commands::remove(&options(&common)?, &name)
+                .map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Publish {
+            common,
+            file,
+            reference,
+            sign,
+        } => {
+            let sign = sign.map(|k| expand_tilde(&k));
+            toolcage::source::commands::publish(
+                &options(&common)?,
+                &file,
+                &reference,
+                sign.as_deref(),
+            )
+            .await
+            .map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Pin { common } => {
@@ -428,6 +563,11 @@ fn options(common: &Common) -> anyhow::Result<Options> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    if config.install.lock_file.is_none() {
+        // No config file: the lock goes where the default config would.
+        config.install.lock_file =
+            dirs_config().map(|dir| dir.join("toolcage").join(toolcage::config::LOCK_FILE_NAME));
+    }
     let cwd = std::env::current_dir().context("cannot read the current folder")?;
     let mut cli_grants = Vec::new();
     for flag in &common.root {

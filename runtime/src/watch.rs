@@ -74,20 +74,30 @@ pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
     })?;
     let tools_dir = host.options.tools_dir.clone();
     let config_path = host.options.config.source.clone();
-    add_watches(&mut watcher, &tools_dir, config_path.as_deref());
-    let task = tokio::spawn(run(host, watcher, rx, tools_dir, config_path));
+    // The lock (`toolcage add` writes it): a change rescans the folder. Its
+    // place is the one the server started with.
+    let lock_path = host.options.config.install.lock_file.clone();
+    add_watches(
+        &mut watcher,
+        &tools_dir,
+        [config_path.as_deref(), lock_path.as_deref()],
+    );
+    let task = tokio::spawn(run(host, watcher, rx, tools_dir, config_path, lock_path));
     Ok(WatchHandle { task })
 }
 
 /// Watch the folder, its parent (to see it deleted and recreated), and the
-/// config file's folder (editors replace files rather than write them).
-fn add_watches(watcher: &mut RecommendedWatcher, tools_dir: &Path, config: Option<&Path>) {
+/// folders of the config file and the lock (editors and `toolcage add`
+/// replace files rather than write them).
+fn add_watches(watcher: &mut RecommendedWatcher, tools_dir: &Path, files: [Option<&Path>; 2]) {
     let mut targets = vec![tools_dir.to_owned()];
     if let Some(parent) = tools_dir.parent() {
         targets.push(parent.to_owned());
     }
-    if let Some(parent) = config.and_then(Path::parent) {
-        targets.push(parent.to_owned());
+    for parent in files.into_iter().flatten().filter_map(Path::parent) {
+        if !targets.iter().any(|t| t == parent) {
+            targets.push(parent.to_owned());
+        }
     }
     for target in targets {
         if target.is_dir()
@@ -104,6 +114,7 @@ async fn run(
     mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
     tools_dir: PathBuf,
     config_path: Option<PathBuf>,
+    lock_path: Option<PathBuf>,
 ) {
     let relevant = |event: &notify::Event| {
         // Reading a file (as a reload does) raises access events; counting
@@ -114,6 +125,7 @@ async fn run(
         event.paths.iter().any(|path| {
             path == &tools_dir
                 || config_path.as_deref() == Some(path.as_path())
+                || lock_path.as_deref() == Some(path.as_path())
                 || (path.parent() == Some(tools_dir.as_path())
                     && path.extension().is_some_and(|ext| ext == "wasm"))
         })

@@ -41,6 +41,10 @@ pub struct LoadRules {
     pub limits: Limits,
     /// How plain components become tools, by file name.
     pub components: BTreeMap<String, PlainRules>,
+    /// The lock's file digests (hex) by file name (`NAME.wasm`), or why the
+    /// lock could not be read (then no file is served: which files it
+    /// locks is unknown).
+    pub locked: Result<BTreeMap<String, String>, String>,
 }
 
 impl LoadRules {
@@ -57,7 +61,27 @@ impl LoadRules {
                 ..Limits::default()
             },
             components: config.components.clone(),
+            locked: match &config.install.lock_file {
+                Some(path) => crate::source::Lock::read(path).map(|lock| lock.digests()),
+                None => Ok(BTreeMap::new()),
+            },
         }
+    }
+
+    /// Why the file at `path` with `digest` may not serve under the lock,
+    /// if it may not.
+    pub fn lock_refusal(&self, path: &Path, digest: &str) -> Option<FileError> {
+        let locked = match &self.locked {
+            Ok(locked) => locked,
+            Err(why) => return Some(FileError::Lock(why.clone())),
+        };
+        let name = path.file_name()?.to_str()?;
+        let expected = locked.get(name)?;
+        (expected != digest).then(|| FileError::Locked {
+            file: name.to_owned(),
+            locked: expected.clone(),
+            digest: digest.to_owned(),
+        })
     }
 
     /// The rules for the plain component at `path` (by its file name).
@@ -94,6 +118,12 @@ pub async fn load_file(
         }
     };
     let digest = hex(&Sha256::digest(&bytes));
+    // A locked file must be the bytes the lock names, before any of it is
+    // compiled; the last good version serves on only if it still is.
+    if let Some(reason) = rules.lock_refusal(path, &digest) {
+        let good = last_good.filter(|g| rules.lock_refusal(path, &g.component.digest).is_none());
+        return Some(refused_update(good, digest, reason, Vec::new(), pins));
+    }
     // Reused only as it was loaded: the same bytes under the same rules (a
     // changed `[components."x.wasm"]` section reloads it, from the cache).
     if let Some(good) = last_good

@@ -396,6 +396,24 @@ pub enum FileError {
         /// The file's digest.
         digest: String,
     },
+    /// A file `toolcage add` installed whose bytes are not what the lock
+    /// records.
+    #[error(
+        "does not match the lock: `{file}` was installed as sha256:{locked}, but this file is \
+         sha256:{digest}; `toolcage update` fetches its source again, `toolcage remove` \
+         uninstalls it"
+    )]
+    Locked {
+        /// The file's name.
+        file: String,
+        /// The digest the lock records.
+        locked: String,
+        /// The file's digest.
+        digest: String,
+    },
+    /// The lock could not be read, so which files it locks is unknown.
+    #[error("not served: the lock cannot be read ({0})")]
+    Lock(String),
     /// A new version refused for `reason` that also imports more than the
     /// version it would replace.
     #[error("{reason}; it also asks for more: {}", .added.join(", "))]

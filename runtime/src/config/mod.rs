@@ -12,6 +12,7 @@
 mod auth;
 mod components;
 mod fields;
+mod install;
 mod raw;
 
 pub use auth::{
@@ -19,6 +20,7 @@ pub use auth::{
     is_scope_token,
 };
 
+pub use install::{DEFAULT_MAX_COMPONENT_MIB, Install, LOCK_FILE_NAME, SourceEntry};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -92,6 +94,8 @@ pub struct Config {
     /// reach (`[[callers]]`), in order, first match wins; empty: every
     /// authenticated caller may use every tool.
     pub callers: Vec<CallerRule>,
+    /// How tools are installed (`[install]`, `[[sources]]`).
+    pub install: Install,
 }
 
 /// What the operator decides about one plain component's functions
@@ -326,6 +330,7 @@ impl Default for Config {
             journal: None,
             components: BTreeMap::new(),
             callers: Vec::new(),
+            install: Install::default(),
         }
     }
 }

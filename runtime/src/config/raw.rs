@@ -154,8 +154,14 @@ impl Config {
                  the static token have no caller identity to match)",
             ));
         }
+        let mut install =
+            super::install::resolve(&raw.install, &raw.sources, base).map_err(invalid_field)?;
+        install
+            .lock_file
+            .get_or_insert_with(|| base.join(super::install::LOCK_FILE_NAME));
         Ok(Config {
             callers,
+            install,
             source: Some(path.to_owned()),
             components,
             tools_dir: raw.tools_dir.map(resolve),
@@ -190,6 +196,10 @@ struct RawConfig {
     components: BTreeMap<String, super::components::RawComponent>,
     #[serde(default)]
     callers: Vec<super::auth::RawCaller>,
+    #[serde(default)]
+    install: super::install::RawInstall,
+    #[serde(default)]
+    sources: Vec<super::install::RawSource>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -16,6 +16,12 @@ impl Digest {
         Digest(Sha256::digest(bytes).into())
     }
 
+    /// The digest whose SHA-256 output is `bytes` (a hash computed while
+    /// streaming).
+    pub fn from_bytes(bytes: [u8; 32]) -> Digest {
+        Digest(bytes)
+    }
+
     /// Parse `sha256:<64 hex>` (hex in either case; printed lowercase).
     ///
     /// # Errors

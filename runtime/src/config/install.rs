@@ -1,0 +1,200 @@
+//! `[install]` (how tools are fetched and what their signatures must be)
+//! and `[[sources]]` (tools `serve` fetches before serving), as written and
+//! validated. Keys are read and parsed here, so a bad key file is a config
+//! error at start-up, not a surprise at the first install.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::expand_tilde;
+use super::fields::FieldError;
+use crate::source::{Digest, Source, check_name};
+
+/// The lock's file name, beside the config.
+pub const LOCK_FILE_NAME: &str = "toolcage.lock";
+
+/// The default cap on a component's size.
+pub const DEFAULT_MAX_COMPONENT_MIB: u64 = 256;
+
+/// How tools are installed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Install {
+    /// The lock file (`lock_file`; default `toolcage.lock` beside the
+    /// config).
+    pub lock_file: Option<PathBuf>,
+    /// Public keys (PEM files) that may sign artifacts.
+    pub keys: Vec<PathBuf>,
+    /// Refuse an OCI artifact no configured key signed.
+    pub require_signature: bool,
+    /// The largest component fetched, in bytes.
+    pub max_component_bytes: u64,
+    /// Each registry request's waits, in milliseconds.
+    pub timeout_ms: u64,
+    /// Tools `serve` fetches before serving, in order.
+    pub sources: Vec<SourceEntry>,
+}
+
+impl Default for Install {
+    fn default() -> Self {
+        Install {
+            lock_file: None,
+            keys: Vec::new(),
+            require_signature: false,
+            max_component_bytes: DEFAULT_MAX_COMPONENT_MIB * 1024 * 1024,
+            timeout_ms: 30_000,
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// One `[[sources]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceEntry {
+    /// The source, parsed.
+    pub source: Source,
+    /// As written (what the lock records).
+    pub text: String,
+    /// The tool file's name (without `.wasm`).
+    pub name: String,
+    /// The digest an `https://` source's bytes must have.
+    pub digest: Option<Digest>,
+    /// This source's keys, instead of `[install] keys`, if set.
+    pub keys: Option<Vec<PathBuf>>,
+    /// Over `[install] require_signature`, if set.
+    pub require_signature: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawInstall {
+    lock_file: Option<PathBuf>,
+    keys: Option<Vec<PathBuf>>,
+    require_signature: Option<bool>,
+    max_component_mib: Option<u64>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSource {
+    source: String,
+    name: Option<String>,
+    digest: Option<String>,
+    keys: Option<Vec<PathBuf>>,
+    require_signature: Option<bool>,
+}
+
+/// Resolve `[install]` and `[[sources]]` (paths against `base`).
+pub(super) fn resolve(
+    raw: &RawInstall,
+    sources: &[RawSource],
+    base: &Path,
+) -> Result<Install, FieldError> {
+    let path = |p: &PathBuf| {
+        let p = expand_tilde(p);
+        if p.is_absolute() { p } else { base.join(p) }
+    };
+    let keys = match &raw.keys {
+        Some(keys) => check_keys(keys.iter().map(path).collect(), "install.keys")?,
+        None => Vec::new(),
+    };
+    let max_mib = raw.max_component_mib.unwrap_or(DEFAULT_MAX_COMPONENT_MIB);
+    if !(1..=4096).contains(&max_mib) {
+        return Err(FieldError::new(
+            "install.max_component_mib".into(),
+            max_mib.to_string(),
+            "must be between 1 and 4096".into(),
+        ));
+    }
+    let timeout_ms = raw.timeout_ms.unwrap_or(30_000);
+    if !(100..=600_000).contains(&timeout_ms) {
+        return Err(FieldError::new(
+            "install.timeout_ms".into(),
+            timeout_ms.to_string(),
+            "must be between 100 and 600000".into(),
+        ));
+    }
+    let mut entries: Vec<SourceEntry> = Vec::new();
+    for (i, raw) in sources.iter().enumerate() {
+        let key = |field: &str| format!("sources[{i}].{field}");
+        let bad = |field: &str, value: &str, why: String| {
+            FieldError::new(key(field), format!("{value:?}"), why)
+        };
+        let source = Source::parse(&raw.source).map_err(|why| bad("source", &raw.source, why))?;
+        let name = match &raw.name {
+            Some(name) => {
+                check_name(name).map_err(|why| bad("name", name, why))?;
+                name.clone()
+            }
+            None => source.default_name().ok_or_else(|| {
+                bad(
+                    "source",
+                    &raw.source,
+                    "gives no usable file name; set `name`".into(),
+                )
+            })?,
+        };
+        if entries.iter().any(|e| e.name == name) {
+            return Err(bad(
+                "name",
+                &name,
+                "is already the name of an earlier source".into(),
+            ));
+        }
+        let digest = match &raw.digest {
+            Some(d) => Some(Digest::parse(d).map_err(|why| bad("digest", d, why))?),
+            None => None,
+        };
+        if matches!(source, Source::Url { .. }) && digest.is_none() {
+            return Err(bad(
+                "digest",
+                "",
+                "an https:// source needs the digest its bytes must have".into(),
+            ));
+        }
+        if matches!(source, Source::Path(_)) {
+            return Err(bad(
+                "source",
+                &raw.source,
+                "a source fetched at start-up is oci:// or https://; a local file goes into the \
+                 tools folder"
+                    .into(),
+            ));
+        }
+        let keys = match &raw.keys {
+            Some(keys) => Some(check_keys(keys.iter().map(path).collect(), &key("keys"))?),
+            None => None,
+        };
+        entries.push(SourceEntry {
+            text: raw.source.clone(),
+            source,
+            name,
+            digest,
+            keys,
+            require_signature: raw.require_signature,
+        });
+    }
+    Ok(Install {
+        lock_file: raw.lock_file.as_ref().map(path),
+        keys,
+        require_signature: raw.require_signature.unwrap_or(false),
+        max_component_bytes: max_mib * 1024 * 1024,
+        timeout_ms,
+        sources: entries,
+    })
+}
+
+/// Every key file readable and a public key toolcage can check with.
+fn check_keys(keys: Vec<PathBuf>, field: &str) -> Result<Vec<PathBuf>, FieldError> {
+    for key in &keys {
+        crate::source::signature::read_public_key(key).map_err(|why| {
+            FieldError::new(
+                field.to_owned(),
+                format!("{:?}", key.display().to_string()),
+                why,
+            )
+        })?;
+    }
+    Ok(keys)
+}

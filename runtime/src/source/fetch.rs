@@ -1,0 +1,284 @@
+//! Fetching a source's component bytes, every byte checked: an OCI
+//! artifact (manifest, its one Wasm layer, and its cosign signature), a URL
+//! (against the digest it must have), or a local file. Nothing here writes
+//! anywhere; `install` decides what becomes a tool file.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::digest::Digest;
+use super::manifest;
+use super::reference::{OciReference, Source};
+use super::registry::Client;
+use super::signature::{self, PublicKey, SignatureLayer, Verdict};
+use crate::outbound::{Request, printable, send};
+
+/// The most signature layers read (cosign writes one per signing).
+const MAX_SIGNATURE_LAYERS: usize = 16;
+
+/// The largest signature payload read.
+const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
+
+/// URL redirects followed (a release page to its download host).
+const MAX_REDIRECTS: usize = 5;
+
+/// How fetching goes.
+pub struct Settings {
+    /// The largest component accepted, in bytes.
+    pub max_bytes: u64,
+    /// Each wait.
+    pub timeout: Duration,
+    /// Each whole download.
+    pub deadline: Duration,
+    /// The keys a signature may be made with.
+    pub keys: Vec<PublicKey>,
+    /// Refuse an OCI artifact no key signed (and any non-OCI source).
+    pub require_signature: bool,
+}
+
+/// What a signature check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signature {
+    /// Not an OCI artifact: nothing to check.
+    NotApplicable,
+    /// No signature is published for it.
+    Unsigned,
+    /// Signed, but no key is configured to check with.
+    Unchecked,
+    /// Verified with the key whose id this is.
+    Verified(String),
+    /// A signature is there but none verifies (why).
+    Invalid(String),
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Signature::NotApplicable => write!(f, "none (not an OCI artifact)"),
+            Signature::Unsigned => write!(f, "UNSIGNED"),
+            Signature::Unchecked => write!(
+                f,
+                "signed, NOT CHECKED (no key configured: `[install] keys` or --key)"
+            ),
+            Signature::Verified(key) => write!(f, "verified (key {key})"),
+            Signature::Invalid(why) => write!(f, "INVALID: {why}"),
+        }
+    }
+}
+
+/// A fetched component.
+pub struct Fetched {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Their digest.
+    pub digest: Digest,
+    /// The manifest digest, for OCI.
+    pub manifest: Option<Digest>,
+    /// The signature check.
+    pub signature: Signature,
+}
+
+/// Fetch `source`. For OCI, `manifest` (a locked manifest digest) is
+/// fetched instead of the tag; for a URL, `digest` is what the bytes must
+/// be (else the source's own).
+///
+/// # Errors
+///
+/// What failed, and that nothing was kept.
+pub async fn fetch(
+    source: &Source,
+    manifest: Option<Digest>,
+    digest: Option<Digest>,
+    settings: &Settings,
+) -> Result<Fetched, String> {
+    match source {
+        Source::Oci(reference) => fetch_oci(reference, manifest, settings).await,
+        Source::Url { url, digest: own } => {
+            let Some(expected) = digest.or(*own) else {
+                return Err(format!(
+                    "`{url}` needs the digest its bytes must have: pass --digest sha256:… (as the \
+                     publisher gives it)"
+                ));
+            };
+            if settings.require_signature {
+                return Err(format!(
+                    "`{url}`: a signature is required, and only OCI artifacts carry signatures"
+                ));
+            }
+            let bytes = fetch_url(url, settings).await?;
+            if !expected.matches(&bytes) {
+                return Err(format!(
+                    "`{url}`: the bytes' digest is {}, not the expected {expected}; nothing was \
+                     kept",
+                    Digest::of(&bytes)
+                ));
+            }
+            Ok(Fetched {
+                digest: expected,
+                bytes,
+                manifest: None,
+                signature: Signature::NotApplicable,
+            })
+        }
+        Source::Path(path) => {
+            if settings.require_signature {
+                return Err(format!(
+                    "`{}`: a signature is required, and only OCI artifacts carry signatures",
+                    path.display()
+                ));
+            }
+            let bytes = read_capped(path, settings.max_bytes)?;
+            if let Some(expected) = digest
+                && !expected.matches(&bytes)
+            {
+                return Err(format!(
+                    "`{}`: its digest is {}, not the expected {expected}",
+                    path.display(),
+                    Digest::of(&bytes)
+                ));
+            }
+            Ok(Fetched {
+                digest: Digest::of(&bytes),
+                bytes,
+                manifest: None,
+                signature: Signature::NotApplicable,
+            })
+        }
+    }
+}
+
+async fn fetch_oci(
+    reference: &OciReference,
+    locked: Option<Digest>,
+    settings: &Settings,
+) -> Result<Fetched, String> {
+    let client =
+        Client::with_credentials(&reference.registry, settings.timeout, settings.deadline).await?;
+    let asked = match locked.or(reference.digest) {
+        Some(digest) => digest.to_string(),
+        None => reference.reference(),
+    };
+    let manifest = client.manifest(&reference.repository, &asked).await?;
+    let artifact = manifest::parse(
+        &manifest.bytes,
+        manifest.media_type.as_deref(),
+        settings.max_bytes,
+    )
+    .map_err(|why| format!("{reference}: {why}"))?;
+    let signature = check_signature(&client, reference, &manifest.digest, settings).await?;
+    match &signature {
+        Signature::Verified(_) | Signature::NotApplicable => {}
+        other if settings.require_signature => {
+            return Err(format!(
+                "{reference}: a signature is required, and it is {other}; nothing was fetched"
+            ));
+        }
+        _ => {}
+    }
+    let bytes = client
+        .blob(&reference.repository, &artifact.layer, settings.max_bytes)
+        .await?;
+    Ok(Fetched {
+        digest: artifact.layer.digest,
+        bytes,
+        manifest: Some(manifest.digest),
+        signature,
+    })
+}
+
+/// Look for a cosign signature of `digest` and check it with the keys.
+async fn check_signature(
+    client: &Client,
+    reference: &OciReference,
+    digest: &Digest,
+    settings: &Settings,
+) -> Result<Signature, String> {
+    let tag = signature::signature_tag(digest);
+    let Some(found) = client
+        .manifest_if_any(&reference.repository, &tag)
+        .await
+        .map_err(|error| format!("looking for its signature: {error}"))?
+    else {
+        return Ok(Signature::Unsigned);
+    };
+    let layers = match signature::layers_of(&found.bytes) {
+        Ok(layers) => layers,
+        Err(why) => return Ok(Signature::Invalid(why)),
+    };
+    if settings.keys.is_empty() {
+        return Ok(Signature::Unchecked);
+    }
+    let mut read = Vec::new();
+    for (descriptor, annotation) in layers.into_iter().take(MAX_SIGNATURE_LAYERS) {
+        let Some(signature_b64) = annotation else {
+            continue;
+        };
+        let payload = match client
+            .blob(&reference.repository, &descriptor, MAX_PAYLOAD_BYTES)
+            .await
+        {
+            Ok(payload) => payload,
+            Err(error) => return Ok(Signature::Invalid(error)),
+        };
+        read.push(SignatureLayer {
+            payload,
+            signature_b64,
+        });
+    }
+    Ok(match signature::verify(&settings.keys, digest, &read) {
+        Verdict::Signed { key_id, .. } => Signature::Verified(key_id),
+        Verdict::Invalid(why) => Signature::Invalid(why),
+    })
+}
+
+/// `GET url`, following up to [`MAX_REDIRECTS`] redirects (each checked
+/// as the first URL), the body capped.
+async fn fetch_url(url: &str, settings: &Settings) -> Result<Vec<u8>, String> {
+    let mut current = url.to_owned();
+    for _ in 0..=MAX_REDIRECTS {
+        let response =
+            send(Request::get(&current, settings.timeout).deadline(settings.deadline)).await?;
+        if response.status.is_redirection() {
+            let location = response
+                .header(http::header::LOCATION)
+                .ok_or_else(|| format!("`{current}` redirects without a Location"))?;
+            let next = super::registry::resolve(&current, location).ok_or_else(|| {
+                format!(
+                    "`{current}` redirects to `{}`, which is not a URL",
+                    printable(location, 200)
+                )
+            })?;
+            if next.starts_with("http://") && current.starts_with("https://") {
+                return Err(format!(
+                    "`{current}` redirects to plain http (`{}`), which is refused",
+                    printable(&next, 200)
+                ));
+            }
+            current = next;
+            continue;
+        }
+        if response.status != http::StatusCode::OK {
+            return Err(format!("`{current}` answered {}", response.status));
+        }
+        return Ok(response.bytes(settings.max_bytes).await?.to_vec());
+    }
+    Err(format!("`{url}` redirects more than {MAX_REDIRECTS} times"))
+}
+
+/// A local file, at most `max` bytes.
+fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)
+        .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "`{}` is over the cap of {max} bytes (`[install] max_component_mib`)",
+            path.display()
+        ));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,464 @@
+//! Installing tools: `toolcage add`, `update`, `remove`, and the
+//! `[[sources]]` `serve` fetches at start-up.
+//!
+//! One install is: hold the lock's guard; fetch (every byte checked,
+//! `fetch`); write the bytes into a private staging folder inside the tools
+//! folder (so the final step is a rename on one filesystem); load the staged
+//! file exactly as the server would (compiled, linked, `describe`d in the
+//! sandbox, under the load limits); refuse it if it does not load or if a
+//! tool it provides is already served by another file; report what it
+//! imports and which grants it would need; record it in the lock; then
+//! move it into place (hot reload picks it up).
+//!
+//! Invariants:
+//! - Nothing half-written ever appears in the tools folder: the staging
+//!   folder is hidden and not a `.wasm` file, the move is a rename (or, for
+//!   a new name, a hard link that fails if the name was taken meanwhile).
+//! - A tool file's name is checked by [`check_name`]: it never names a
+//!   path outside the tools folder.
+//! - No grant is ever added: the report says what the operator would add.
+//! - The lock is written before the file moves in, so a server reloading
+//!   between the two refuses nothing it should serve for long: it sees
+//!   the new lock and the new file in one debounced rescan.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::digest::Digest;
+use super::fetch::{Fetched, Settings, Signature, fetch};
+use super::lock::{self, Entry, Lock};
+use super::reference::{Source, check_name};
+use crate::catalog::{LoadRules, LoadedFile, load_dir, load_file};
+use crate::config::Config;
+use crate::sandbox::Sandbox;
+
+/// Everything an install needs.
+pub struct Installer {
+    /// The tools folder.
+    pub tools_dir: PathBuf,
+    /// The lock file.
+    pub lock_path: PathBuf,
+    /// The sandbox staged files load in.
+    pub sandbox: Arc<Sandbox>,
+    /// The configuration (load rules, `[[sources]]`).
+    pub config: Config,
+    /// How fetching goes.
+    pub settings: Settings,
+}
+
+/// What an install or update did, for the report.
+pub struct Installed {
+    /// The tool file's name.
+    pub name: String,
+    /// The source.
+    pub source: String,
+    /// What was fetched.
+    pub digest: Digest,
+    /// The OCI manifest digest.
+    pub manifest: Option<Digest>,
+    /// The signature check.
+    pub signature: Signature,
+    /// Its size in bytes.
+    pub size: usize,
+    /// The tools it provides.
+    pub tools: Vec<String>,
+    /// What it imports (unversioned).
+    pub imports: Vec<String>,
+}
+
+/// A staged file: removed with its folder when dropped.
+struct Staged {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Installer {
+    /// `toolcage add SOURCE [--name NAME] [--digest D]`: `report` is called
+    /// with what was fetched before anything is written.
+    ///
+    /// # Errors
+    ///
+    /// Why nothing was installed.
+    pub async fn add(
+        &self,
+        source_text: &str,
+        name: Option<&str>,
+        digest: Option<Digest>,
+        report: &mut dyn FnMut(&Installed),
+    ) -> Result<Installed, String> {
+        let source = Source::parse(source_text)?;
+        let name = match name {
+            Some(name) => name.to_owned(),
+            None => source.default_name().ok_or_else(|| {
+                format!("`{source_text}` gives no usable file name: pass --name NAME")
+            })?,
+        };
+        check_name(&name)?;
+        let target = self.tools_dir.join(format!("{name}.wasm"));
+        let _guard = lock::hold(&self.lock_path)?;
+        let mut lock = Lock::read(&self.lock_path)?;
+        if let Some(entry) = lock.tools.get(&name)
+            && target.exists()
+        {
+            return Err(format!(
+                "`{name}` is already installed (from {}); `toolcage update {name}` fetches it \
+                 again, `toolcage remove {name}` uninstalls it",
+                entry.source
+            ));
+        }
+        if target.exists() {
+            return Err(format!(
+                "`{}` is already in the tools folder (not installed by `toolcage add`); choose \
+                 another --name, or remove that file first",
+                target.display()
+            ));
+        }
+        let fetched = fetch(&source, None, digest, &self.settings).await?;
+        let (staged, file) = self.stage(&name, &fetched).await?;
+        self.refuse_clashes(&file, None).await?;
+        let installed = installed(&name, source_text, &fetched, &file);
+        report(&installed);
+        lock.tools.insert(name.clone(), entry_of(&installed));
+        lock.write(&self.lock_path)?;
+        // A hard link creates the name only if it is free: a file that
+        // appeared meanwhile is never replaced.
+        if let Err(error) = std::fs::hard_link(&staged.path, &target) {
+            lock.tools.remove(&name);
+            let _ = lock.write(&self.lock_path);
+            return Err(format!("cannot write `{}`: {error}", target.display()));
+        }
+        Ok(installed)
+    }
+
+    /// `toolcage update [NAME]`: for each locked tool (or `name`), fetch
+    /// its source again; where the bytes changed, `confirm` sees the old
+    /// entry and the new install (with its new imports) and decides.
+    /// Returns one line per tool.
+    ///
+    /// # Errors
+    ///
+    /// `name` is not installed, or the lock cannot be read or written.
+    pub async fn update(
+        &self,
+        name: Option<&str>,
+        confirm: &mut dyn FnMut(&Entry, &Installed, &[String]) -> bool,
+    ) -> Result<Vec<Result<String, String>>, String> {
+        let _guard = lock::hold(&self.lock_path)?;
+        let lock = Lock::read(&self.lock_path)?;
+        let names: Vec<String> = match name {
+            Some(name) if lock.tools.contains_key(name) => vec![name.to_owned()],
+            Some(name) => {
+                return Err(format!(
+                    "`{name}` is not in the lock (`{}`): only tools installed by `toolcage add` \
+                     are updated",
+                    self.lock_path.display()
+                ));
+            }
+            None => lock.tools.keys().cloned().collect(),
+        };
+        let mut outcomes = Vec::new();
+        for name in names {
+            let outcome = self.update_one(&name, confirm).await;
+            outcomes.push(outcome.map_err(|why| format!("{name}: {why}")));
+        }
+        Ok(outcomes)
+    }
+
+    async fn update_one(
+        &self,
+        name: &str,
+        confirm: &mut dyn FnMut(&Entry, &Installed, &[String]) -> bool,
+    ) -> Result<String, String> {
+        let mut lock = Lock::read(&self.lock_path)?;
+        let Some(old) = lock.tools.get(name).cloned() else {
+            return Err("no longer in the lock".into());
+        };
+        let source = Source::parse(&old.source)?;
+        let target = self.tools_dir.join(format!("{name}.wasm"));
+        // An https:// source keeps the digest it was installed with: only a
+        // new --digest (a new `add`) changes what it may be.
+        let digest = match &source {
+            Source::Url { .. } => old.file_digest(),
+            _ => None,
+        };
+        let fetched = fetch(&source, None, digest, &self.settings).await?;
+        let same_bytes = old.file_digest() == Some(fetched.digest);
+        let on_disk = std::fs::read(&target).ok().map(|b| Digest::of(&b));
+        if same_bytes && on_disk == Some(fetched.digest) {
+            return Ok(format!("{name}: up to date ({})", fetched.digest));
+        }
+        let (staged, file) = self.stage(name, &fetched).await?;
+        self.refuse_clashes(&file, Some(&target)).await?;
+        let new = installed(name, &old.source, &fetched, &file);
+        let added: Vec<String> = new
+            .imports
+            .iter()
+            .filter(|i| !old.imports.contains(i))
+            .cloned()
+            .collect();
+        if !confirm(&old, &new, &added) {
+            return Ok(format!("{name}: left as it is ({})", old.digest));
+        }
+        lock.tools.insert(name.to_owned(), entry_of(&new));
+        lock.write(&self.lock_path)?;
+        std::fs::rename(&staged.path, &target)
+            .map_err(|error| format!("cannot write `{}`: {error}", target.display()))?;
+        Ok(format!("{name}: {} -> {}", old.digest, new.digest))
+    }
+
+    /// `toolcage remove NAME`: the file and its lock entry.
+    ///
+    /// # Errors
+    ///
+    /// `name` is neither locked nor a file in the tools folder, or a step
+    /// failed.
+    pub fn remove(&self, name: &str) -> Result<String, String> {
+        check_name(name)?;
+        let _guard = lock::hold(&self.lock_path)?;
+        let mut lock = Lock::read(&self.lock_path)?;
+        let target = self.tools_dir.join(format!("{name}.wasm"));
+        let entry = lock.tools.remove(name);
+        let had_file = match std::fs::remove_file(&target) {
+            Ok(()) => true,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+            Err(error) => return Err(format!("cannot remove `{}`: {error}", target.display())),
+        };
+        if entry.is_none() && !had_file {
+            return Err(format!(
+                "`{name}` is not installed: no `{}` and no lock entry",
+                target.display()
+            ));
+        }
+        if entry.is_some() {
+            lock.write(&self.lock_path)?;
+        }
+        Ok(format!(
+            "removed {name}{}",
+            if had_file {
+                ""
+            } else {
+                " (its file was already gone)"
+            }
+        ))
+    }
+
+    /// The `[[sources]]` of the config, before serving: each one whose
+    /// file is missing or differs from its lock entry is fetched (by the
+    /// locked manifest digest, when locked) and installed. One line per
+    /// source; errors do not stop the others.
+    pub async fn sync(&self) -> Vec<Result<String, String>> {
+        let mut outcomes = Vec::new();
+        for entry in &self.config.install.sources {
+            let outcome = self.sync_one(entry).await;
+            outcomes.push(outcome.map_err(|why| format!("source {}: {why}", entry.text)));
+        }
+        outcomes
+    }
+
+    async fn sync_one(&self, entry: &crate::config::SourceEntry) -> Result<String, String> {
+        let _guard = lock::hold(&self.lock_path)?;
+        let mut lock = Lock::read(&self.lock_path)?;
+        let name = &entry.name;
+        let target = self.tools_dir.join(format!("{name}.wasm"));
+        let locked = lock
+            .tools
+            .get(name)
+            .filter(|e| e.source == entry.text)
+            .cloned();
+        if let Some(locked) = &locked
+            && let Ok(bytes) = std::fs::read(&target)
+            && locked.file_digest() == Some(Digest::of(&bytes))
+        {
+            return Ok(format!("{name}: present ({})", locked.digest));
+        }
+        if locked.is_none() && lock.tools.contains_key(name) {
+            return Err(format!(
+                "the lock has `{name}` from another source; `toolcage remove {name}` first"
+            ));
+        }
+        if locked.is_none() && target.exists() {
+            return Err(format!(
+                "`{}` is already in the tools folder and not locked; remove it or rename the \
+                 source",
+                target.display()
+            ));
+        }
+        let settings = self.settings_for(entry)?;
+        let fetched = fetch(
+            &entry.source,
+            locked.as_ref().and_then(Entry::manifest_digest),
+            entry
+                .digest
+                .or(locked.as_ref().and_then(Entry::file_digest)),
+            &settings,
+        )
+        .await?;
+        if let Some(locked) = &locked
+            && locked.file_digest() != Some(fetched.digest)
+        {
+            return Err(format!(
+                "fetched {}, but the lock says {}; refused",
+                fetched.digest, locked.digest
+            ));
+        }
+        let (staged, file) = self.stage(name, &fetched).await?;
+        self.refuse_clashes(&file, Some(&target)).await?;
+        let new = installed(name, &entry.text, &fetched, &file);
+        if locked.is_none() {
+            lock.tools.insert(name.clone(), entry_of(&new));
+            lock.write(&self.lock_path)?;
+        }
+        std::fs::rename(&staged.path, &target)
+            .map_err(|error| format!("cannot write `{}`: {error}", target.display()))?;
+        Ok(format!(
+            "{name}: installed {} (signature: {})",
+            new.digest, new.signature
+        ))
+    }
+
+    /// The fetch settings for one `[[sources]]` entry (its own keys and
+    /// signature rule over `[install]`'s).
+    fn settings_for(&self, entry: &crate::config::SourceEntry) -> Result<Settings, String> {
+        let keys = match &entry.keys {
+            Some(paths) => paths
+                .iter()
+                .map(|p| super::signature::read_public_key(p))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => self.settings.keys.clone(),
+        };
+        Ok(Settings {
+            keys,
+            require_signature: entry
+                .require_signature
+                .unwrap_or(self.settings.require_signature),
+            ..self.settings.clone()
+        })
+    }
+
+    /// Load `fetched` as the server would (staged in the temporary folder,
+    /// never placed): what it imports.
+    ///
+    /// # Errors
+    ///
+    /// It is not a tool toolcage can serve (why).
+    pub async fn check(&self, fetched: &Fetched) -> Result<Vec<String>, String> {
+        let (_staged, file) = self
+            .stage_in(&std::env::temp_dir(), "checked", fetched)
+            .await?;
+        Ok(file.component.imports.clone())
+    }
+
+    /// Write `fetched` into a private staging folder in the tools folder
+    /// and load it as the server would.
+    async fn stage(&self, name: &str, fetched: &Fetched) -> Result<(Staged, LoadedFile), String> {
+        std::fs::create_dir_all(&self.tools_dir)
+            .map_err(|error| format!("cannot create `{}`: {error}", self.tools_dir.display()))?;
+        self.stage_in(&self.tools_dir, name, fetched).await
+    }
+
+    /// Write `fetched` as `NAME.wasm` into a new private folder in `base`
+    /// and load it as the server would.
+    async fn stage_in(
+        &self,
+        base: &Path,
+        name: &str,
+        fetched: &Fetched,
+    ) -> Result<(Staged, LoadedFile), String> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        let dir = base.join(format!(
+            ".toolcage-staging-{}-{}",
+            std::process::id(),
+            lock::unique()
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|error| format!("cannot create `{}`: {error}", dir.display()))?;
+        let staged = Staged {
+            path: dir.join(format!("{name}.wasm")),
+            dir,
+        };
+        lock::write_atomically(&staged.path, &fetched.bytes)?;
+        let mut rules = LoadRules::from_config(&self.config);
+        // The lock is what this install is about to write.
+        rules.locked = Ok(Default::default());
+        let loaded = load_file(&self.sandbox, &staged.path, None, &rules).await;
+        match loaded.map(|load| load.result) {
+            Some(Ok(file)) => Ok((staged, file)),
+            Some(Err(reason)) => Err(format!("it is not a tool toolcage can serve: {reason}")),
+            None => Err("the staged file vanished".into()),
+        }
+    }
+
+    /// Refuse `file` if a tool it provides is served by another file of the
+    /// folder (`replacing` is the file it replaces, if any).
+    async fn refuse_clashes(
+        &self,
+        file: &LoadedFile,
+        replacing: Option<&Path>,
+    ) -> Result<(), String> {
+        let catalog = load_dir(&self.sandbox, &self.tools_dir, &self.config, None).await;
+        for spec in &file.tools {
+            let tool = &spec.descriptor.name;
+            if let Some(existing) = catalog.tools.get(tool)
+                && Some(existing.component.path.as_path()) != replacing
+            {
+                return Err(format!(
+                    "it provides the tool `{tool}`, which `{}` already provides; remove one of \
+                     them first",
+                    existing.component.path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Clone for Settings {
+    fn clone(&self) -> Self {
+        Settings {
+            max_bytes: self.max_bytes,
+            timeout: self.timeout,
+            deadline: self.deadline,
+            keys: self.keys.clone(),
+            require_signature: self.require_signature,
+        }
+    }
+}
+
+fn installed(name: &str, source: &str, fetched: &Fetched, file: &LoadedFile) -> Installed {
+    Installed {
+        name: name.to_owned(),
+        source: source.to_owned(),
+        digest: fetched.digest,
+        manifest: fetched.manifest,
+        signature: fetched.signature.clone(),
+        size: fetched.bytes.len(),
+        tools: file
+            .tools
+            .iter()
+            .map(|spec| spec.descriptor.name.clone())
+            .collect(),
+        imports: file.component.imports.clone(),
+    }
+}
+
+fn entry_of(installed: &Installed) -> Entry {
+    Entry {
+        source: installed.source.clone(),
+        digest: installed.digest.to_string(),
+        manifest: installed.manifest.map(|m| m.to_string()),
+        signed_by: match &installed.signature {
+            Signature::Verified(key) => Some(key.clone()),
+            _ => None,
+        },
+        imports: installed.imports.clone(),
+        installed: Some(jiff::Timestamp::now().to_string()),
+    }
+}
