@@ -516,3 +516,64 @@ def test_concurrent_adds_of_one_tool(start_registry, setup):
     assert all("already installed" in r.stderr for r in results if r.returncode != 0)
     assert folder(setup) == ["clock.wasm"]
     assert lock_of(setup).count("[tools.clock]") == 1
+
+
+def test_a_cosign_bundle_signature_is_verified(start_registry, setup, tmp_path):
+    """cosign 3's default layout: a sigstore bundle (a DSSE envelope over an
+    in-toto statement naming the manifest) as a referrer of the artifact,
+    found through the referrers fallback tag (registry 2.8 has no referrers
+    API). Made here with Python's `cryptography`, not our signer."""
+    registry = start_registry()
+    key, _, public = keypair(tmp_path)
+    _, _, other = keypair(tmp_path, "other")
+    repo = "tools/clock"
+    digest = oras_push(registry, repo, "1", GUESTS / GUEST_FILES["time"])
+    bundle_type = "application/vnd.dev.sigstore.bundle.v0.3+json"
+    empty = "application/vnd.oci.empty.v1+json"
+
+    def push_bundle(subject_hex: str):
+        statement = json.dumps(
+            {
+                "_type": "https://in-toto.io/Statement/v1",
+                "subject": [{"digest": {"sha256": subject_hex}, "annotations": {}}],
+                "predicateType": "https://sigstore.dev/cosign/sign/v1",
+            }
+        ).encode()
+        payload_type = b"application/vnd.in-toto+json"
+        pae = b"DSSEv1 %d %s %d %s" % (len(payload_type), payload_type, len(statement), statement)
+        sig = key.sign(pae, ec.ECDSA(hashes.SHA256()))
+        bundle = json.dumps(
+            {
+                "mediaType": bundle_type,
+                "verificationMaterial": {"publicKey": {"hint": "test"}, "tlogEntries": []},
+                "dsseEnvelope": {
+                    "payload": base64.b64encode(statement).decode(),
+                    "payloadType": payload_type.decode(),
+                    "signatures": [{"sig": base64.b64encode(sig).decode()}],
+                },
+            }
+        ).encode()
+        put_blob(registry, repo, bundle)
+        put_blob(registry, repo, b"{}")
+        referrer = image_manifest(
+            descriptor(empty, b"{}"),
+            [descriptor(bundle_type, bundle)],
+            artifactType=bundle_type,
+        )
+        referrer_digest = put_manifest(registry, repo, sha256(referrer), referrer)
+        index = image_index([{"mediaType": OCI_MANIFEST, "digest": referrer_digest, "size": len(referrer), "artifactType": bundle_type}])
+        put_manifest(registry, repo, "sha256-" + digest.split(":")[1], index, media_type="application/vnd.oci.image.index.v1+json")
+
+    ref = f"oci://{registry.host}/{repo}:1"
+    push_bundle(digest.split(":")[1])
+    ok = tc(setup, "add", ref, "--key", str(public), "--require-signature")
+    assert ok.returncode == 0, ok.stderr
+    assert "signature  verified" in ok.stdout
+    assert tc(setup, "remove", "clock").returncode == 0
+    wrong_key = tc(setup, "add", ref, "--key", str(other), "--require-signature")
+    assert wrong_key.returncode != 0 and "INVALID" in wrong_key.stderr, wrong_key.stderr
+    # A bundle for another artifact, listed as this one's referrer.
+    push_bundle("0" * 64)
+    moved = tc(setup, "add", ref, "--key", str(public), "--require-signature")
+    assert moved.returncode != 0 and "INVALID" in moved.stderr, moved.stderr
+    assert folder(setup) == []

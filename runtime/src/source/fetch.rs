@@ -186,27 +186,49 @@ async fn fetch_oci(
     })
 }
 
-/// Look for a cosign signature of `digest` and check it with the keys.
+/// Look for cosign signatures of `digest` in both layouts cosign writes
+/// (the `.sig` tag, and sigstore bundles among its referrers) and check
+/// them with the keys: verified if either verifies.
 async fn check_signature(
     client: &Client,
     reference: &OciReference,
     digest: &Digest,
     settings: &Settings,
 ) -> Result<Signature, String> {
+    let simple = simple_signature(client, reference, digest, settings).await?;
+    if matches!(simple, Some(Signature::Verified(_))) {
+        return Ok(simple.unwrap_or(Signature::Unsigned));
+    }
+    let bundle = bundle_signature(client, reference, digest, settings).await?;
+    Ok(match (simple, bundle) {
+        (_, Some(verified @ Signature::Verified(_))) => verified,
+        (Some(simple), _) => simple,
+        (None, Some(bundle)) => bundle,
+        (None, None) => Signature::Unsigned,
+    })
+}
+
+/// The `.sig` layout's verdict, `None` when there is no `.sig` tag.
+async fn simple_signature(
+    client: &Client,
+    reference: &OciReference,
+    digest: &Digest,
+    settings: &Settings,
+) -> Result<Option<Signature>, String> {
     let tag = signature::signature_tag(digest);
     let Some(found) = client
         .manifest_if_any(&reference.repository, &tag)
         .await
         .map_err(|error| format!("looking for its signature: {error}"))?
     else {
-        return Ok(Signature::Unsigned);
+        return Ok(None);
     };
     let layers = match signature::layers_of(&found.bytes) {
         Ok(layers) => layers,
-        Err(why) => return Ok(Signature::Invalid(why)),
+        Err(why) => return Ok(Some(Signature::Invalid(why))),
     };
     if settings.keys.is_empty() {
-        return Ok(Signature::Unchecked);
+        return Ok(Some(Signature::Unchecked));
     }
     let mut read = Vec::new();
     for (descriptor, annotation) in layers.into_iter().take(MAX_SIGNATURE_LAYERS) {
@@ -218,17 +240,83 @@ async fn check_signature(
             .await
         {
             Ok(payload) => payload,
-            Err(error) => return Ok(Signature::Invalid(error)),
+            Err(error) => return Ok(Some(Signature::Invalid(error))),
         };
         read.push(SignatureLayer {
             payload,
             signature_b64,
         });
     }
-    Ok(match signature::verify(&settings.keys, digest, &read) {
+    Ok(Some(verdict(signature::verify(
+        &settings.keys,
+        digest,
+        &read,
+    ))))
+}
+
+/// The bundle layout's verdict, `None` when no referrer may be a bundle.
+async fn bundle_signature(
+    client: &Client,
+    reference: &OciReference,
+    digest: &Digest,
+    settings: &Settings,
+) -> Result<Option<Signature>, String> {
+    let repository = &reference.repository;
+    let index = match client.referrers(repository, digest).await? {
+        Some(index) => Some(index),
+        // No referrers API: the fallback tag OCI 1.1 defines.
+        None => client
+            .manifest_if_any(repository, &signature::referrers_tag(digest))
+            .await
+            .map_err(|error| format!("looking for its signature bundles: {error}"))?
+            .map(|m| m.bytes),
+    };
+    let Some(index) = index else {
+        return Ok(None);
+    };
+    let referrers = match signature::bundle_referrers(&index) {
+        Ok(referrers) if referrers.is_empty() => return Ok(None),
+        Ok(referrers) => referrers,
+        Err(why) => return Ok(Some(Signature::Invalid(why))),
+    };
+    if settings.keys.is_empty() {
+        return Ok(Some(Signature::Unchecked));
+    }
+    let mut bundles = Vec::new();
+    for referrer in referrers.into_iter().take(MAX_SIGNATURE_LAYERS) {
+        let manifest = match client.manifest(repository, &referrer.to_string()).await {
+            Ok(manifest) => manifest,
+            Err(error) => return Ok(Some(Signature::Invalid(error))),
+        };
+        let Ok(layers) = signature::layers_of(&manifest.bytes) else {
+            // A referrer that is not a signature (an SBOM, an attestation).
+            continue;
+        };
+        for (descriptor, _) in layers.into_iter().take(MAX_SIGNATURE_LAYERS) {
+            match client
+                .blob(repository, &descriptor, signature::MAX_BUNDLE_BYTES)
+                .await
+            {
+                Ok(bundle) => bundles.push(bundle),
+                Err(error) => return Ok(Some(Signature::Invalid(error))),
+            }
+        }
+    }
+    if bundles.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(verdict(signature::verify_bundles(
+        &settings.keys,
+        digest,
+        &bundles,
+    ))))
+}
+
+fn verdict(verdict: Verdict) -> Signature {
+    match verdict {
         Verdict::Signed { key_id, .. } => Signature::Verified(key_id),
         Verdict::Invalid(why) => Signature::Invalid(why),
-    })
+    }
 }
 
 /// `GET url`, following up to [`MAX_REDIRECTS`] redirects (each checked

@@ -207,6 +207,41 @@ impl Client {
         }
     }
 
+    /// The referrers of `digest` (an image index) from the OCI 1.1
+    /// referrers API; `None` when the registry does not serve that API
+    /// (then the fallback tag is where they are).
+    ///
+    /// # Errors
+    ///
+    /// Refused or unreachable, or over the manifest cap.
+    pub async fn referrers(
+        &self,
+        repository: &str,
+        digest: &Digest,
+    ) -> Result<Option<Bytes>, String> {
+        let response = self
+            .authorized(
+                repository,
+                Access::Pull,
+                http::Method::GET,
+                &format!("/v2/{repository}/referrers/{digest}"),
+                &[(
+                    http::header::ACCEPT,
+                    "application/vnd.oci.image.index.v1+json".to_owned(),
+                )],
+                Bytes::new(),
+            )
+            .await?;
+        match response.status {
+            http::StatusCode::OK => Ok(Some(response.bytes(MAX_MANIFEST_BYTES as u64).await?)),
+            // Not served (registry 2.8 answers 404 for the path).
+            http::StatusCode::NOT_FOUND | http::StatusCode::METHOD_NOT_ALLOWED => Ok(None),
+            status => Err(format!(
+                "the referrers of {digest} in `{repository}`: the registry answered {status}"
+            )),
+        }
+    }
+
     /// The blob `descriptor` names, at most `max_bytes`, streamed through
     /// SHA-256 and checked against the descriptor's digest and size.
     ///
