@@ -303,6 +303,7 @@ class RecordingProxy:
 
     def __init__(self, upstream: str):
         self.upstream = upstream
+        self.answer = None
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         proxy = self
@@ -349,6 +350,18 @@ class RecordingProxy:
         }
         with self._lock:
             self.requests.append(record)
+        answer = self.answer(handler.command, handler.path) if self.answer else None
+        if answer is not None:
+            status, headers, data = answer
+            record["status"] = status
+            handler.send_response_only(status)
+            for name, value in headers.items():
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            if handler.command != "HEAD":
+                handler.wfile.write(data)
+            return
         upstream = http.client.HTTPConnection(self.upstream, timeout=60)
         try:
             upstream.putrequest(handler.command, handler.path, skip_host=True, skip_accept_encoding=True)

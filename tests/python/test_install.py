@@ -470,6 +470,16 @@ def test_url_sources_survive_truncation_failures_and_redirects(start_static, set
     server.route("/fail.wasm", status=500)
     failed = tc(setup, "add", f"{server.url}/fail.wasm", "--digest", digest)
     assert failed.returncode != 0 and "500" in failed.stderr
+    # A server that does not answer, or stops sending, within the timeout.
+    setup.write_config("[install]\ntimeout_ms = 300\n")
+    server.route("/slow.wasm", delay=3)
+    slow = tc(setup, "add", f"{server.url}/slow.wasm", "--digest", digest)
+    assert slow.returncode != 0 and "within 300 ms" in slow.stderr, slow.stderr
+    server.route("/stall.wasm", trickle=1)
+    (served / "stall.wasm").write_bytes(data)
+    stall = tc(setup, "add", f"{server.url}/stall.wasm", "--digest", digest)
+    assert stall.returncode != 0 and "stopped sending" in stall.stderr, stall.stderr
+    setup.write_config("")
     # A redirect to another host is followed; the digest guards the bytes.
     server.route("/moved.wasm", redirect=f"{elsewhere.url}/t.wasm")
     moved = tc(setup, "add", f"{server.url}/moved.wasm", "--digest", digest)
@@ -577,3 +587,42 @@ def test_a_cosign_bundle_signature_is_verified(start_registry, setup, tmp_path):
     moved = tc(setup, "add", ref, "--key", str(public), "--require-signature")
     assert moved.returncode != 0 and "INVALID" in moved.stderr, moved.stderr
     assert folder(setup) == []
+
+
+def test_registry_answers_and_redirects_are_handled(start_registry, start_static, setup, tmp_path):
+    """A registry (behind a proxy that answers in its place) that refuses,
+    fails, redirects a manifest, or sends a blob from another host (as
+    registries do with object storage): only the last is followed, and the
+    other host never sees the credentials."""
+    registry = start_registry(auth="htpasswd", record=True)
+    env = clean_env(
+        tmp_path,
+        TOOLCAGE_REGISTRY_HOST=registry.host,
+        TOOLCAGE_REGISTRY_USERNAME=registry.user,
+        TOOLCAGE_REGISTRY_PASSWORD=registry.password,
+    )
+    ref = f"oci://{registry.host}/tools/clock:1"
+    publish(setup, "time", ref, env=env)
+    wasm = guest("time")
+    cdn_dir = tmp_path / "cdn"
+    cdn_dir.mkdir()
+    (cdn_dir / "blob").write_bytes(wasm)
+    cdn = start_static(cdn_dir)
+    blob_path = f"/v2/tools/clock/blobs/{sha256(wasm)}"
+
+    for answer, expect in [
+        (lambda m, p: (403, {}, b"") if "/manifests/" in p else None, "denies access (403)"),
+        (lambda m, p: (500, {}, b'{"errors":[{"code":"UNKNOWN","message":"boom"}]}') if p == blob_path else None, "500"),
+        (lambda m, p: (302, {"Location": f"{cdn.url}/m"}, b"") if "/manifests/1" in p else None, "not followed"),
+    ]:
+        registry.proxy.answer = answer
+        out = tc(setup, "add", ref, env=env)
+        assert out.returncode != 0 and expect in out.stderr, (expect, out.stderr)
+        assert folder(setup) == [] and lock_of(setup) == ""
+
+    registry.proxy.answer = lambda m, p: (307, {"Location": f"{cdn.url}/blob"}, b"") if p == blob_path else None
+    out = tc(setup, "add", ref, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [r["path"] for r in cdn.requests] == ["/blob"]
+    assert not any(r["authorization"] for r in cdn.requests)
+    assert any(r["authorization"] == "Basic" for r in registry.requests)
