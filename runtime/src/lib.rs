@@ -32,7 +32,13 @@
 //!   passes before a log line or a journal field.
 //! - [`json`]: JSON from untrusted sources, parsed under a byte budget and
 //!   measured as it will be sent.
-//! - [`watch`]: hot reload of the tools folder and the config file.
+//! - [`watch`]: hot reload of the tools folder, the config file and the
+//!   lock.
+//! - [`source`]: installing tools from OCI registries, URLs and files
+//!   (`add`, `update`, `remove`, `publish`, `[[sources]]`), every byte
+//!   checked, signatures verified, locked.
+//! - [`outbound`]: the host's own HTTP requests (registries, an
+//!   authorization server), under the rules tools' requests follow.
 //!
 //! The binary (`main.rs`) parses the command line and calls [`Host::load`]
 //! and [`Host::serve`].

@@ -388,11 +388,11 @@ def test_a_signature_made_elsewhere_is_verified_and_a_forged_one_refused(start_r
     repo = "tools/clock"
     digest = oras_push(registry, repo, "1", GUESTS / GUEST_FILES["time"])
 
-    def push_signature(payload_digest: str, sign_with=key, tweak=lambda b: b):
+    def push_signature(payload_digest: str, sign_with=key, tweak=lambda b: b, identity=f"{registry.host}/{repo}"):
         payload = json.dumps(
             {
                 "critical": {
-                    "identity": {"docker-reference": f"{registry.host}/{repo}"},
+                    "identity": {"docker-reference": identity},
                     "image": {"docker-manifest-digest": payload_digest},
                     "type": "cosign container image signature",
                 },
@@ -411,6 +411,13 @@ def test_a_signature_made_elsewhere_is_verified_and_a_forged_one_refused(start_r
     push_signature(digest)
     ok = tc(setup, "add", ref, "--key", str(public), "--require-signature")
     assert ok.returncode == 0, ok.stderr
+    assert "signed for" not in ok.stdout
+    assert tc(setup, "remove", "clock").returncode == 0
+    # Signed for another repository (a mirror's copy): verified, and said.
+    push_signature(digest, identity="ghcr.io/someone/else")
+    mirrored = tc(setup, "add", ref, "--key", str(public), "--require-signature")
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert "signed for `ghcr.io/someone/else`" in mirrored.stdout
     assert tc(setup, "remove", "clock").returncode == 0
 
     # A signature of another artifact's digest, moved onto this one.

@@ -188,7 +188,7 @@ pub(super) fn resolve(
 /// Every key file readable and a public key toolcage can check with.
 fn check_keys(keys: Vec<PathBuf>, field: &str) -> Result<Vec<PathBuf>, FieldError> {
     for key in &keys {
-        crate::source::signature::read_public_key(key).map_err(|why| {
+        crate::source::keys::read_public_key(key).map_err(|why| {
             FieldError::new(
                 field.to_owned(),
                 format!("{:?}", key.display().to_string()),

@@ -11,9 +11,9 @@ use std::time::Duration;
 use super::digest::Digest;
 use super::fetch::Settings;
 use super::install::Installer;
+use super::keys::{PublicKey, SigningKey, read_public_key};
 use super::reference::Source;
 use super::report::{install_report, update_report};
-use super::signature::{self, PublicKey, SigningKey};
 use crate::Options;
 use crate::sandbox::{Sandbox, SandboxSettings};
 
@@ -41,7 +41,7 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
     };
     let keys = key_paths
         .iter()
-        .map(|p| signature::read_public_key(p))
+        .map(|p| read_public_key(p))
         .collect::<Result<Vec<PublicKey>, String>>()?;
     let lock_path = install.lock_file.clone().ok_or(
         "no place for the lock: set `[install] lock_file`, or HOME for the default beside the \

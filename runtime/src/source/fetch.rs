@@ -7,17 +7,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::digest::Digest;
+use super::keys::PublicKey;
 use super::manifest;
 use super::reference::{OciReference, Source};
 use super::registry::Client;
-use super::signature::{self, PublicKey, SignatureLayer, Verdict};
+use super::signature::{self, SignatureLayer, Verdict};
 use crate::outbound::{Request, printable, send};
-
-/// The most signature layers read (cosign writes one per signing).
-const MAX_SIGNATURE_LAYERS: usize = 16;
-
-/// The largest signature payload read.
-const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
 
 /// URL redirects followed (a release page to its download host).
 const MAX_REDIRECTS: usize = 5;
@@ -45,8 +40,15 @@ pub enum Signature {
     Unsigned,
     /// Signed, but no key is configured to check with.
     Unchecked,
-    /// Verified with the key whose id this is.
-    Verified(String),
+    /// Verified with the key whose id is `key`; `elsewhere` is the
+    /// repository the signature names, when it is not this one (a mirror
+    /// or a copy: reported, not refused, as cosign does).
+    Verified {
+        /// The key's id.
+        key: String,
+        /// The `docker-reference` signed, if another repository.
+        elsewhere: Option<String>,
+    },
     /// A signature is there but none verifies (why).
     Invalid(String),
 }
@@ -60,7 +62,17 @@ impl std::fmt::Display for Signature {
                 f,
                 "signed, NOT CHECKED (no key configured: `[install] keys` or --key)"
             ),
-            Signature::Verified(key) => write!(f, "verified (key {key})"),
+            Signature::Verified {
+                key,
+                elsewhere: None,
+            } => write!(f, "verified (key {key})"),
+            Signature::Verified {
+                key,
+                elsewhere: Some(other),
+            } => write!(
+                f,
+                "verified (key {key}); note: it was signed for `{other}`, not this repository"
+            ),
             Signature::Invalid(why) => write!(f, "INVALID: {why}"),
         }
     }
@@ -167,7 +179,7 @@ async fn fetch_oci(
     .map_err(|why| format!("{reference}: {why}"))?;
     let signature = check_signature(&client, reference, &manifest.digest, settings).await?;
     match &signature {
-        Signature::Verified(_) | Signature::NotApplicable => {}
+        Signature::Verified { .. } | Signature::NotApplicable => {}
         other if settings.require_signature => {
             return Err(format!(
                 "{reference}: a signature is required, and it is {other}; nothing was fetched"
@@ -196,12 +208,12 @@ async fn check_signature(
     settings: &Settings,
 ) -> Result<Signature, String> {
     let simple = simple_signature(client, reference, digest, settings).await?;
-    if matches!(simple, Some(Signature::Verified(_))) {
+    if matches!(simple, Some(Signature::Verified { .. })) {
         return Ok(simple.unwrap_or(Signature::Unsigned));
     }
     let bundle = bundle_signature(client, reference, digest, settings).await?;
     Ok(match (simple, bundle) {
-        (_, Some(verified @ Signature::Verified(_))) => verified,
+        (_, Some(verified @ Signature::Verified { .. })) => verified,
         (Some(simple), _) => simple,
         (None, Some(bundle)) => bundle,
         (None, None) => Signature::Unsigned,
@@ -231,12 +243,18 @@ async fn simple_signature(
         return Ok(Some(Signature::Unchecked));
     }
     let mut read = Vec::new();
-    for (descriptor, annotation) in layers.into_iter().take(MAX_SIGNATURE_LAYERS) {
-        let Some(signature_b64) = annotation else {
-            continue;
-        };
+    // Unsigned layers (cosign writes none) are skipped before counting.
+    let signed = layers
+        .into_iter()
+        .filter_map(|(descriptor, annotation)| Some((descriptor, annotation?)))
+        .take(signature::MAX_SIGNATURES);
+    for (descriptor, signature_b64) in signed {
         let payload = match client
-            .blob(&reference.repository, &descriptor, MAX_PAYLOAD_BYTES)
+            .blob(
+                &reference.repository,
+                &descriptor,
+                signature::MAX_PAYLOAD_BYTES,
+            )
             .await
         {
             Ok(payload) => payload,
@@ -247,11 +265,10 @@ async fn simple_signature(
             signature_b64,
         });
     }
-    Ok(Some(verdict(signature::verify(
-        &settings.keys,
-        digest,
-        &read,
-    ))))
+    Ok(Some(verdict(
+        signature::verify(&settings.keys, digest, &read),
+        reference,
+    )))
 }
 
 /// The bundle layout's verdict, `None` when no referrer may be a bundle.
@@ -283,7 +300,8 @@ async fn bundle_signature(
         return Ok(Some(Signature::Unchecked));
     }
     let mut bundles = Vec::new();
-    for referrer in referrers.into_iter().take(MAX_SIGNATURE_LAYERS) {
+    // At most as many bundles as `verify_bundles` judges.
+    'referrers: for referrer in referrers.into_iter().take(signature::MAX_SIGNATURES) {
         let manifest = match client.manifest(repository, &referrer.to_string()).await {
             Ok(manifest) => manifest,
             Err(error) => return Ok(Some(Signature::Invalid(error))),
@@ -292,7 +310,10 @@ async fn bundle_signature(
             // A referrer that is not a signature (an SBOM, an attestation).
             continue;
         };
-        for (descriptor, _) in layers.into_iter().take(MAX_SIGNATURE_LAYERS) {
+        for (descriptor, _) in layers {
+            if bundles.len() == signature::MAX_SIGNATURES {
+                break 'referrers;
+            }
             match client
                 .blob(repository, &descriptor, signature::MAX_BUNDLE_BYTES)
                 .await
@@ -305,16 +326,23 @@ async fn bundle_signature(
     if bundles.is_empty() {
         return Ok(None);
     }
-    Ok(Some(verdict(signature::verify_bundles(
-        &settings.keys,
-        digest,
-        &bundles,
-    ))))
+    Ok(Some(verdict(
+        signature::verify_bundles(&settings.keys, digest, &bundles),
+        reference,
+    )))
 }
 
-fn verdict(verdict: Verdict) -> Signature {
+fn verdict(verdict: Verdict, reference: &OciReference) -> Signature {
     match verdict {
-        Verdict::Signed { key_id, .. } => Signature::Verified(key_id),
+        Verdict::Signed {
+            key_id,
+            docker_reference,
+        } => Signature::Verified {
+            key: key_id,
+            elsewhere: docker_reference.filter(|signed| {
+                !signature::same_repository(signed, &reference.registry, &reference.repository)
+            }),
+        },
         Verdict::Invalid(why) => Signature::Invalid(why),
     }
 }

@@ -328,7 +328,7 @@ impl Installer {
         let keys = match &entry.keys {
             Some(paths) => paths
                 .iter()
-                .map(|p| super::signature::read_public_key(p))
+                .map(|p| super::keys::read_public_key(p))
                 .collect::<Result<Vec<_>, _>>()?,
             None => self.settings.keys.clone(),
         };
@@ -455,7 +455,7 @@ fn entry_of(installed: &Installed) -> Entry {
         digest: installed.digest.to_string(),
         manifest: installed.manifest.map(|m| m.to_string()),
         signed_by: match &installed.signature {
-            Signature::Verified(key) => Some(key.clone()),
+            Signature::Verified { key, .. } => Some(key.clone()),
             _ => None,
         },
         imports: installed.imports.clone(),

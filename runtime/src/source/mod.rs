@@ -8,6 +8,7 @@
 //! - `manifest`: an OCI manifest read as a Wasm artifact.
 //! - `credentials`: registry credentials from the standard places.
 //! - `registry`: the OCI distribution client (pull, push, token auth).
+//! - `keys`: the public and private keys of signatures, read from PEM.
 //! - `signature`: cosign signatures, verified offline and made.
 //! - `fetch`: a source's bytes, every byte checked.
 //! - `lock`: the lock file, written atomically under a guard.
@@ -27,6 +28,7 @@ pub mod credentials;
 pub mod digest;
 pub mod fetch;
 pub mod install;
+pub mod keys;
 pub mod lock;
 pub mod manifest;
 pub mod publish;

@@ -7,10 +7,11 @@ use bytes::Bytes;
 use serde_json::json;
 
 use super::digest::Digest;
+use super::keys::SigningKey;
 use super::manifest::{WASM_CONFIG_TYPE, WASM_LAYER_TYPES};
 use super::reference::OciReference;
 use super::registry::{Client, OCI_MANIFEST_TYPE};
-use super::signature::{self, SigningKey};
+use super::signature;
 
 /// What was pushed.
 pub struct Published {

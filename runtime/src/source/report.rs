@@ -65,7 +65,7 @@ fn capability_of(import: &str) -> Option<&'static Capability> {
 pub fn capability_lines(imports: &[String], tools: &[String]) -> Vec<String> {
     let tool = match tools {
         [one] => one.as_str(),
-        _ => "NAME",
+        _ => "TOOL",
     };
     let mut lines = Vec::new();
     for capability in CAPABILITIES {
@@ -115,6 +115,9 @@ pub fn install_report(installed: &Installed) -> String {
         );
         for line in lines {
             let _ = writeln!(out, "  - {line}");
+        }
+        if installed.tools.len() > 1 {
+            let _ = writeln!(out, "  (TOOL: each of its tools that needs it)");
         }
     }
     out
