@@ -272,6 +272,33 @@ async fn within<T>(
         .map_err(|_| format!("`{url}` did not answer within {} ms", timeout.as_millis()))
 }
 
+/// Whether a request that `from` pointed to (a redirect, a token realm)
+/// may go to `to`: never from `https` down to plain `http`, and never from
+/// a remote host to a loopback one, so a remote registry or server cannot
+/// make the host reach services on its own loopback.
+///
+/// # Errors
+///
+/// Why not, naming `to`.
+pub fn may_follow(from: &str, to: &str) -> Result<(), String> {
+    let shown = printable(to, 200);
+    let host_of = |url: &str| {
+        url.parse::<http::Uri>()
+            .ok()
+            .and_then(|uri| uri.host().map(str::to_owned))
+    };
+    if from.starts_with("https://") && to.starts_with("http://") {
+        return Err(format!("`{shown}` is plain http, after https; refused"));
+    }
+    let loopback = |url: &str| host_of(url).is_some_and(|h| crate::config::is_loopback(&h));
+    if loopback(to) && !loopback(from) {
+        return Err(format!(
+            "`{shown}` is on this machine's loopback, named by a remote host; refused"
+        ));
+    }
+    Ok(())
+}
+
 /// Text from a remote party, made safe to print in a message: control
 /// characters replaced, at most `max` characters.
 pub fn printable(text: &str, max: usize) -> String {
@@ -284,4 +311,25 @@ pub fn printable(text: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_party_cannot_point_the_host_at_loopback_or_plain_http() {
+        assert!(may_follow("https://ghcr.io/v2/x", "https://cdn.example/b").is_ok());
+        assert!(may_follow("http://127.0.0.1:5000/v2/x", "http://127.0.0.1:9/b").is_ok());
+        assert!(may_follow("http://localhost:5000/v2/x", "https://cdn.example/b").is_ok());
+        for (from, to) in [
+            ("https://ghcr.io/v2/x", "http://127.0.0.1/b"),
+            ("https://ghcr.io/v2/x", "https://127.0.0.1/b"),
+            ("https://ghcr.io/v2/x", "https://[::1]:8080/b"),
+            ("https://ghcr.io/v2/x", "https://localhost/token"),
+            ("https://ghcr.io/v2/x", "http://cdn.example/b"),
+        ] {
+            assert!(may_follow(from, to).is_err(), "{from} -> {to}");
+        }
+    }
 }

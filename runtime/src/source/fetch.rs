@@ -364,12 +364,8 @@ async fn fetch_url(url: &str, settings: &Settings) -> Result<Vec<u8>, String> {
                     printable(location, 200)
                 )
             })?;
-            if next.starts_with("http://") && current.starts_with("https://") {
-                return Err(format!(
-                    "`{current}` redirects to plain http (`{}`), which is refused",
-                    printable(&next, 200)
-                ));
-            }
+            crate::outbound::may_follow(url, &next)
+                .map_err(|why| format!("`{current}` redirects to {why}"))?;
             current = next;
             continue;
         }
@@ -383,18 +379,6 @@ async fn fetch_url(url: &str, settings: &Settings) -> Result<Vec<u8>, String> {
 
 /// A local file, at most `max` bytes.
 fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path)
-        .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
-            "`{}` is over the cap of {max} bytes (`[install] max_component_mib`)",
-            path.display()
-        ));
-    }
-    Ok(bytes)
+    super::read_capped(path, max, "over `[install] max_component_mib`")?
+        .ok_or_else(|| format!("cannot read `{}`: there is no such file", path.display()))
 }

@@ -166,17 +166,11 @@ impl PublicKey {
 ///
 /// It cannot be read, or is not a key toolcage checks with.
 pub fn read_public_key(path: &Path) -> Result<PublicKey, String> {
-    use std::io::Read as _;
     // A PEM public key is a few hundred bytes; a bigger file is a mistake.
     const MAX_KEY_FILE: u64 = 64 * 1024;
-    let file = std::fs::File::open(path).map_err(|error| format!("cannot read it: {error}"))?;
-    let mut text = String::new();
-    file.take(MAX_KEY_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|error| format!("cannot read it: {error}"))?;
-    if text.len() as u64 > MAX_KEY_FILE {
-        return Err("it is over 64 KiB, which no public key is".into());
-    }
+    let bytes = super::read_capped(path, MAX_KEY_FILE, "it is not a public key")?
+        .ok_or("cannot read it: there is no such file")?;
+    let text = String::from_utf8(bytes).map_err(|_| "it is not PEM text".to_owned())?;
     PublicKey::from_pem(&text)
 }
 

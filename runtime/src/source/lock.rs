@@ -87,21 +87,11 @@ impl Lock {
     /// It cannot be read, is over 4 MiB, or is not a valid lock (what and
     /// where).
     pub fn read(path: &Path) -> Result<Lock, String> {
-        use std::io::Read as _;
-        let file = match std::fs::File::open(path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Lock::default());
-            }
-            Err(error) => return Err(format!("cannot read `{}`: {error}", path.display())),
+        let Some(bytes) = super::read_capped(path, MAX_LOCK_BYTES, "it is not a lock")? else {
+            return Ok(Lock::default());
         };
-        let mut text = String::new();
-        file.take(MAX_LOCK_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
-        if text.len() as u64 > MAX_LOCK_BYTES {
-            return Err(format!("`{}` is over 4 MiB", path.display()));
-        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("`{}` is not UTF-8 text", path.display()))?;
         Lock::parse(&text).map_err(|why| format!("`{}`: {why}", path.display()))
     }
 

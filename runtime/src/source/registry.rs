@@ -289,12 +289,8 @@ impl Client {
                     printable(location, 200)
                 )
             })?;
-            if url.starts_with("http://") && self.origin.starts_with("https://") {
-                return Err(format!(
-                    "{what}: the registry redirects to plain http (`{}`), which is refused",
-                    printable(&url, 200)
-                ));
-            }
+            crate::outbound::may_follow(&self.origin, &url)
+                .map_err(|why| format!("{what}: the registry redirects to {why}"))?;
             let mut request = Request::get(&url, self.timeout).deadline(self.deadline);
             if same_origin(&url, &self.origin)
                 && let Some(authorization) = self.current_authorization()
@@ -535,6 +531,8 @@ impl Client {
         repository: &str,
         access: Access,
     ) -> Result<String, String> {
+        crate::outbound::may_follow(&self.origin, realm)
+            .map_err(|why| format!("`{}` names as its token realm {why}", self.registry))?;
         let scope = format!(
             "repository:{repository}:{}",
             match access {

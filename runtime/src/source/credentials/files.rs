@@ -16,7 +16,6 @@
 //! never a value.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -78,23 +77,7 @@ pub(super) enum Flavor {
 /// `path`'s contents, at most [`MAX_FILE`] bytes; `None` if it does not
 /// exist.
 pub(super) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read `{}`: {error}", path.display())),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
-    if bytes.len() as u64 > MAX_FILE {
-        return Err(format!(
-            "`{}` is larger than {} MiB; it is not a registry credentials file",
-            path.display(),
-            MAX_FILE / (1024 * 1024)
-        ));
-    }
-    Ok(Some(bytes))
+    crate::source::read_capped(path, MAX_FILE, "it is not a registry credentials file")
 }
 
 /// Steps 2 and 4: the credential the file at `path` has for `registry`,
