@@ -101,6 +101,17 @@ def _session() -> requests.Session:
 # --- The registry ----------------------------------------------------------
 
 
+
+def _serve(handler) -> tuple[ThreadingHTTPServer, str]:
+    """A threaded HTTP server for `handler` on a free 127.0.0.1 port, running
+    on a daemon thread (polling every 50 ms, so shutdown is quick); it and
+    its `host:port`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server, f"127.0.0.1:{server.server_port}"
+
+
 class Registry:
     """One `docker-registry serve` on a free 127.0.0.1 port, storing in its
     own folder under `tmp_path`. Start it with `Registry.start` (or the
@@ -324,12 +335,8 @@ class RecordingProxy:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.host = f"127.0.0.1:{self.http.server_port}"
+        self.http, self.host = _serve(Handler)
         self.url = f"http://{self.host}"
-        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
 
     def _forward(self, handler: BaseHTTPRequestHandler) -> None:
         if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -555,13 +562,9 @@ class TokenServer:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.http.server_port}"
+        self.http, host = _serve(Handler)
+        self.url = f"http://{host}"
         self.realm = f"{self.url}/token"
-        # A short poll, so that stop() does not wait half a second.
-        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
 
     def add_user(self, name: str, password: str, actions: tuple[str, ...] = ("pull", "push")) -> None:
         self.users[name] = (password, tuple(actions))
@@ -1120,13 +1123,8 @@ class StaticServer:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.host = f"127.0.0.1:{self.http.server_port}"
+        self.http, self.host = _serve(Handler)
         self.url = f"http://{self.host}"
-        # A short poll, so that stop() does not wait half a second.
-        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
 
     def route(
         self,

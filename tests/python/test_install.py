@@ -63,6 +63,16 @@ def clean_env(tmp_path, **extra) -> dict:
     return env
 
 
+def credentials_env(tmp_path, registry) -> dict:
+    """The registry's account, in toolcage's variables for that registry."""
+    return clean_env(
+        tmp_path,
+        TOOLCAGE_REGISTRY_HOST=registry.host,
+        TOOLCAGE_REGISTRY_USERNAME=registry.user,
+        TOOLCAGE_REGISTRY_PASSWORD=registry.password,
+    )
+
+
 def tc(setup, command: str, *args: str, env=None, timeout=300):
     return subprocess.run(
         [str(BIN), *setup.args(command), *args],
@@ -302,12 +312,7 @@ def test_registry_failures_are_clear(start_registry, setup):
 def test_private_registries_with_basic_auth(start_registry, setup, tmp_path):
     registry = start_registry(auth="htpasswd")
     ref = f"oci://{registry.host}/private/clock:1"
-    env = clean_env(
-        tmp_path,
-        TOOLCAGE_REGISTRY_HOST=registry.host,
-        TOOLCAGE_REGISTRY_USERNAME=registry.user,
-        TOOLCAGE_REGISTRY_PASSWORD=registry.password,
-    )
+    env = credentials_env(tmp_path, registry)
     publish(setup, "time", ref, env=env)
     anonymous = tc(setup, "add", ref)
     assert anonymous.returncode != 0 and "needs credentials" in anonymous.stderr, anonymous.stderr
@@ -330,12 +335,7 @@ def test_private_registries_with_basic_auth(start_registry, setup, tmp_path):
 def test_private_registries_with_token_auth(start_registry, setup, tmp_path):
     registry = start_registry(auth="token")
     ref = f"oci://{registry.host}/private/clock:1"
-    env = clean_env(
-        tmp_path,
-        TOOLCAGE_REGISTRY_HOST=registry.host,
-        TOOLCAGE_REGISTRY_USERNAME=registry.user,
-        TOOLCAGE_REGISTRY_PASSWORD=registry.password,
-    )
+    env = credentials_env(tmp_path, registry)
     publish(setup, "time", ref, env=env)
     registry.token_server.requests.clear()
     added = tc(setup, "add", ref, env=env)
@@ -602,12 +602,7 @@ def test_registry_answers_and_redirects_are_handled(start_registry, start_static
     registries do with object storage): only the last is followed, and the
     other host never sees the credentials."""
     registry = start_registry(auth="htpasswd", record=True)
-    env = clean_env(
-        tmp_path,
-        TOOLCAGE_REGISTRY_HOST=registry.host,
-        TOOLCAGE_REGISTRY_USERNAME=registry.user,
-        TOOLCAGE_REGISTRY_PASSWORD=registry.password,
-    )
+    env = credentials_env(tmp_path, registry)
     ref = f"oci://{registry.host}/tools/clock:1"
     publish(setup, "time", ref, env=env)
     wasm = guest("time")
