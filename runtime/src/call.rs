@@ -161,6 +161,36 @@ pub struct CallReport {
     pub stderr: CapturedOutput,
     /// What the guest did on the network.
     pub net: NetRecord,
+    /// The call's spent store and instance: dropping them returns the
+    /// instance slot, which is work, so whoever holds the report drops
+    /// this after the reply (see [`Spent`]).
+    pub spent: Spent,
+}
+
+/// A call's spent store and instance, opaque outside the sandbox; drop it
+/// once the reply is on its way.
+pub struct Spent(Option<Box<dyn std::any::Any + Send>>);
+
+impl std::fmt::Debug for Spent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Spent(store)"
+        } else {
+            "Spent(none)"
+        })
+    }
+}
+
+impl Spent {
+    /// Hold `store` (whatever the sandbox keeps of a call).
+    pub fn new(store: impl std::any::Any + Send) -> Spent {
+        Spent(Some(Box::new(store)))
+    }
+
+    /// Nothing to hold.
+    pub fn none() -> Spent {
+        Spent(None)
+    }
 }
 
 /// What a guest wrote to one output stream during a call.

@@ -376,7 +376,7 @@ impl Dispatcher {
             },
             client: services.as_ref(),
         });
-        let report = self
+        let mut report = self
             .sandbox
             .call(
                 &tool.component.prepared,
@@ -391,6 +391,16 @@ impl Dispatcher {
                 },
             )
             .await;
+        // Off this call's path: drop its store, and make the component's
+        // next instance before the next call asks for it.
+        let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
+        let sandbox = Arc::clone(&self.sandbox);
+        let component = Arc::clone(&tool.component);
+        let limits = policy.limits;
+        tokio::spawn(async move {
+            drop(spent);
+            sandbox.make_ready(&component.prepared, &limits).await;
+        });
         Ok(settle(&tool, report, &policy.limits, arguments_text.len(), record).await)
     }
 

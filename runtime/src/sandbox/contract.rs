@@ -173,10 +173,25 @@ impl Contract {
         .await
     }
 
-    /// Tool `name` with `arguments`, in `run`'s fresh instance.
+    /// A fresh instance in `run`'s store, for a call to come.
+    pub(super) async fn instantiate(
+        &self,
+        run: &mut Run,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<ToolComponent, CallFailure> {
+        run.run(limits, cancel, async |store| {
+            self.pre.instantiate_async(&mut *store).await
+        })
+        .await
+    }
+
+    /// Tool `name` with `arguments`, in `instance` (made ahead of the call
+    /// in `run`'s store), or in a fresh instance.
     pub(super) async fn call(
         &self,
         run: &mut Run,
+        instance: Option<ToolComponent>,
         name: &str,
         arguments: &str,
         limits: &Limits,
@@ -184,7 +199,10 @@ impl Contract {
     ) -> Result<ToolResult, CallFailure> {
         let result = run
             .run(limits, cancel, async |store| {
-                let instance = self.pre.instantiate_async(&mut *store).await?;
+                let instance = match instance {
+                    Some(instance) => instance,
+                    None => self.pre.instantiate_async(&mut *store).await?,
+                };
                 instance
                     .toolcage_tool_tool()
                     .call_call(&mut *store, name, arguments)

@@ -22,6 +22,7 @@ impl bindings::toolcage::tool::types::Host for HostState {}
 
 impl bindings::toolcage::tool::host::Host for HostState {
     fn log(&mut self, level: WitLevel, message: String) {
+        self.touch();
         if self.log_messages >= MAX_LOG_MESSAGES {
             return;
         }
@@ -46,6 +47,7 @@ impl bindings::toolcage::tool::host::Host for HostState {
         message: String,
         requested_schema: String,
     ) -> wasmtime::Result<Result<wit_host::ElicitResponse, String>> {
+        self.touch();
         let Some(services) = self.grants.services.client.clone() else {
             return Ok(Err("elicitation is not available here (no client)".into()));
         };
@@ -73,6 +75,7 @@ impl bindings::toolcage::tool::host::Host for HostState {
         &mut self,
         request: wit_host::SamplingRequest,
     ) -> wasmtime::Result<Result<wit_host::SamplingResponse, String>> {
+        self.touch();
         if !self.grants.services.sampling {
             return Ok(Err(
                 "this tool may not sample: it spends the user's tokens, and the operator \
@@ -117,6 +120,7 @@ impl bindings::toolcage::tool::host::Host for HostState {
     }
 
     fn progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        self.touch();
         if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
             return;
         }

@@ -43,6 +43,7 @@ mod files;
 mod host;
 mod inspect;
 mod plain;
+mod ready;
 mod store;
 mod wasi_config;
 
@@ -64,6 +65,7 @@ use inspect::{Inspected, inspect};
 pub use plain::Skipped;
 pub use plain::docs::embed as embed_docs;
 use plain::{Plain, PlainTools};
+use ready::ReadyInstance;
 use store::{HostState, Run};
 
 /// How often the epoch advances. Running guests yield to the async executor
@@ -144,12 +146,17 @@ pub struct Sandbox {
     /// of resources and prompts wait for one, so loading a folder of many
     /// files at once never takes the slots calls need.
     load_permits: tokio::sync::Semaphore,
+    /// One per instance slot kept for instances made ahead of their calls
+    /// ([`ready::READY_SLOTS`]).
+    ready_slots: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 /// A component compiled, linked and checked against its kind's contract,
 /// ready to be instantiated once per call.
 pub struct Prepared {
     kind: Kind,
+    /// Instances made ahead of calls to come.
+    ready: ready::Pool,
 }
 
 /// The kinds of component the sandbox runs.
@@ -255,6 +262,9 @@ impl Sandbox {
             fuel_metering: settings.fuel_metering,
             engine_key: built.key,
             load_permits: tokio::sync::Semaphore::new(engine::LOAD_SLOTS as usize),
+            ready_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                ready::READY_SLOTS as usize,
+            )),
         })
     }
 
@@ -318,7 +328,10 @@ impl Sandbox {
             ),
         };
         Ok(Loaded {
-            prepared: Prepared { kind },
+            prepared: Prepared {
+                kind,
+                ready: ready::Pool::default(),
+            },
             imports,
             from_cache,
         })
@@ -428,12 +441,43 @@ impl Sandbox {
             cancel,
         } = spec;
         let started = Instant::now();
-        let mut run = Run::start(&self.engine, self.fuel_metering, limits, grants, events);
-        let outcome = match &component.kind {
-            Kind::Contract(c) => c.call(&mut run, name, arguments, limits, cancel).await,
-            Kind::Plain(p) => {
-                p.call(&mut run, name, (arguments, checked.0), limits, cancel)
+        // A fresh instance made ahead of this call, bound to it now; else
+        // one made here.
+        let (mut run, instance) = match component.ready.take(limits.memory_bytes) {
+            Some(ready) => {
+                tracing::trace!(tool = name, "call on an instance made ahead of it");
+                let mut run = ready.run;
+                run.bind(limits, grants, events);
+                (run, Some(ready.instance))
+            }
+            None => (
+                Run::start(&self.engine, self.fuel_metering, limits, grants, events),
+                None,
+            ),
+        };
+        let outcome = match (&component.kind, instance) {
+            (Kind::Contract(c), instance) => {
+                let instance = match instance {
+                    Some(ReadyInstance::Contract(i)) => Some(i),
+                    _ => None,
+                };
+                c.call(&mut run, instance, name, arguments, limits, cancel)
                     .await
+            }
+            (Kind::Plain(p), instance) => {
+                let instance = match instance {
+                    Some(ReadyInstance::Plain(i)) => Some(i),
+                    _ => None,
+                };
+                p.call(
+                    &mut run,
+                    instance,
+                    name,
+                    (arguments, checked.0),
+                    limits,
+                    cancel,
+                )
+                .await
             }
         };
         CallReport {
@@ -444,6 +488,38 @@ impl Sandbox {
             stdout: run.stdout.take(),
             stderr: run.stderr.take(),
             net: std::mem::take(&mut run.net),
+            spent: crate::call::Spent::new(run),
+        }
+    }
+
+    /// Make an instance of `component` ahead of its next call, under
+    /// `limits` (the last caller's), if the component may have one and a
+    /// ready slot is free; else nothing. Run it after a call, off that
+    /// call's path.
+    pub async fn make_ready(&self, component: &Prepared, limits: &Limits) {
+        if !component.ready.wants_more() {
+            return;
+        }
+        let Ok(slot) = std::sync::Arc::clone(&self.ready_slots).try_acquire_owned() else {
+            return;
+        };
+        let mut run = self.bare(limits);
+        let never = CancellationToken::new();
+        let instance = match &component.kind {
+            Kind::Contract(c) => c
+                .instantiate(&mut run, limits, &never)
+                .await
+                .map(ReadyInstance::Contract),
+            Kind::Plain(p) => p
+                .instantiate(&mut run, limits, &never)
+                .await
+                .map(ReadyInstance::Plain),
+        };
+        match instance {
+            Ok(instance) => component.ready.offer(run, instance, slot),
+            Err(failure) => {
+                tracing::debug!(%failure, "could not make an instance ahead of a call");
+            }
         }
     }
 

@@ -3,8 +3,10 @@
 //! with every way it can end named as a [`CallFailure`].
 //!
 //! Invariants:
-//! - A store is used for one run and dropped after it; nothing of a call
-//!   outlives it but its [`Run`]'s figures and captured output.
+//! - A store serves one call and is dropped after it (its instance may be
+//!   made ahead of the call, with nothing granted, then bound to it:
+//!   `ready`); nothing of a call outlives it but its [`Run`]'s figures and
+//!   captured output.
 //! - The model gets a cause, never a wasm backtrace: `classify` maps every
 //!   error to a failure that names the limit or the guest's own message.
 
@@ -44,10 +46,23 @@ pub struct HostState {
     pub(super) events: Option<EventSink>,
     pub(super) log_messages: u32,
     pub(super) progress_events: u32,
+    /// Whether the guest has called into the host (WASI, HTTP, config
+    /// values, the toolcage host) since the store was made. An instance
+    /// made ahead of its call must not have: what the call binds at
+    /// hand-over (roots, environment, services) is then all it ever sees.
+    touched: bool,
+}
+
+impl HostState {
+    /// Note that the guest called into the host.
+    pub(super) fn touch(&mut self) {
+        self.touched = true;
+    }
 }
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.touched = true;
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
@@ -57,6 +72,7 @@ impl WasiView for HostState {
 
 impl wasmtime_wasi_http::WasiHttpView for HostState {
     fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        self.touched = true;
         wasmtime_wasi_http::WasiHttpCtxView {
             ctx: &mut self.http,
             table: &mut self.table,
@@ -90,26 +106,7 @@ impl Run {
     ) -> Run {
         let stdout = Capture::new();
         let stderr = Capture::new();
-        // Deny by default: no args, no sockets, no name lookup, stdin
-        // closed; only what the grants add (files under the effective
-        // roots, the granted environment; HTTP goes through the grant's
-        // gate). Clocks and random numbers are on (WasiCtxBuilder's
-        // default).
-        let mut builder = WasiCtxBuilder::new();
-        builder
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .max_random_size(MAX_RANDOM_BYTES);
-        // File operations run inline on the runtime thread instead of hopping
-        // to the blocking pool for each one: a `read_text_file` makes a dozen
-        // of them, and the hops cost more than local disk I/O does. The
-        // epoch ticker still bounds everything between host calls, and
-        // `files` keeps special files from blocking an open.
-        builder.allow_blocking_current_thread(true);
-        builder.stdout(stdout.clone()).stderr(stderr.clone());
-        grants.apply(&mut builder);
-        let wasi = builder.build();
+        let wasi = wasi_context(&stdout, &stderr, &grants);
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
         let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
@@ -127,6 +124,7 @@ impl Run {
             events,
             log_messages: 0,
             progress_events: 0,
+            touched: false,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -134,8 +132,7 @@ impl Run {
         // the call's result) may not exceed the result-size limit: wasmtime
         // counts the bytes before it allocates them, so a guest cannot make
         // the host copy one buffer a million times through an aliased list.
-        let transfer = limits.max_result_bytes.saturating_add(TRANSFER_SLACK);
-        store.set_hostcall_fuel(usize::try_from(transfer).unwrap_or(usize::MAX));
+        store.set_hostcall_fuel(transfer_limit(limits));
         store.set_max_component_handles(MAX_RESOURCES);
         Run {
             store: Some(store),
@@ -146,6 +143,37 @@ impl Run {
             metered,
             net: NetRecord::default(),
         }
+    }
+
+    /// Bind a call to this run's store, made ahead of it with nothing
+    /// granted: its grants (a new WASI context with its roots and
+    /// environment, writing to the same captures), its events and its
+    /// limits. Only for a store whose guest has not touched the host
+    /// ([`Run::touched`]), so nothing of the placeholder was seen.
+    pub fn bind(&mut self, limits: &Limits, grants: CallGrants, events: Option<EventSink>) {
+        let wasi = wasi_context(&self.stdout, &self.stderr, &grants);
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        let state = store.data_mut();
+        state.wasi = wasi;
+        state.grants = grants;
+        state.events = events;
+        state.limiter.memory_limit = limits.memory_bytes;
+        store.set_hostcall_fuel(transfer_limit(limits));
+    }
+
+    /// Whether the guest has called into the host since the store was
+    /// made (so it cannot be bound to a call).
+    pub fn touched(&self) -> bool {
+        self.store.as_ref().is_none_or(|store| store.data().touched)
+    }
+
+    /// Memory the instance holds, in bytes.
+    pub fn memory_used(&self) -> u64 {
+        self.store
+            .as_ref()
+            .map_or(0, |store| store.data().limiter.memory_used)
     }
 
     /// Log what the guest wrote to stdout and stderr (debug level).
@@ -166,12 +194,14 @@ impl Run {
         cancel: &CancellationToken,
         body: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
-        let Some(mut store) = self.store.take() else {
-            return Err(CallFailure::Trap("store already used".into()));
+        let metered = self.metered;
+        // What an instantiation made ahead of the call spent counts
+        // against the call's fuel.
+        let budget = limits.fuel.saturating_sub(self.fuel_used);
+        let Some(store) = self.store.as_mut() else {
+            return Err(CallFailure::Trap("store already dropped".into()));
         };
-        if self.metered
-            && let Err(error) = store.set_fuel(limits.fuel)
-        {
+        if metered && let Err(error) = store.set_fuel(budget) {
             return Err(CallFailure::Trap(format!("cannot set fuel: {error}")));
         }
         // Yield to the executor at every epoch tick, so the select! below
@@ -184,81 +214,116 @@ impl Run {
             biased;
             () = cancel.cancelled() => Err(CallFailure::Cancelled),
             () = tokio::time::sleep(deadline) => Err(CallFailure::Deadline { limit_ms: limits.deadline_ms }),
-            result = body(&mut store) => result.map_err(|error| self.classify(error, &store, limits)),
+            result = body(&mut *store) => result.map_err(|error| classify(error, store, &self.stderr, limits)),
         };
-        if self.metered {
-            self.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        if metered {
+            self.fuel_used += budget.saturating_sub(store.get_fuel().unwrap_or(0));
         }
         self.peak_memory = store.data().limiter.memory_used;
         self.net = store.data().grants.network.record();
         result
     }
+}
 
-    fn classify(
-        &self,
-        error: wasmtime::Error,
-        store: &Store<HostState>,
-        limits: &Limits,
-    ) -> CallFailure {
-        if let Some(pending) = error.downcast_ref::<PendingInput>() {
-            return CallFailure::InputRequired(pending.clone());
+/// The WASI context of a run reaching only what `grants` give, writing
+/// to the run's captures.
+fn wasi_context(stdout: &Capture, stderr: &Capture, grants: &CallGrants) -> WasiCtx {
+    // Deny by default: no args, no sockets, no name lookup, stdin
+    // closed; only what the grants add (files under the effective
+    // roots, the granted environment; HTTP goes through the grant's
+    // gate). Clocks and random numbers are on (WasiCtxBuilder's
+    // default).
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .max_random_size(MAX_RANDOM_BYTES);
+    // File operations run inline on the runtime thread instead of hopping
+    // to the blocking pool for each one: a `read_text_file` makes a dozen
+    // of them, and the hops cost more than local disk I/O does. The
+    // epoch ticker still bounds everything between host calls, and
+    // `files` keeps special files from blocking an open.
+    builder.allow_blocking_current_thread(true);
+    builder.stdout(stdout.clone()).stderr(stderr.clone());
+    grants.apply(&mut builder);
+    builder.build()
+}
+
+/// What one transfer from the guest (a lifted argument of a host call, or
+/// the call's result) may carry: the result-size limit. wasmtime counts
+/// the bytes before it allocates them, so a guest cannot make the host
+/// copy one buffer a million times through an aliased list.
+fn transfer_limit(limits: &Limits) -> usize {
+    let transfer = limits.max_result_bytes.saturating_add(TRANSFER_SLACK);
+    usize::try_from(transfer).unwrap_or(usize::MAX)
+}
+
+/// Every way a run can fail, named.
+fn classify(
+    error: wasmtime::Error,
+    store: &Store<HostState>,
+    stderr: &Capture,
+    limits: &Limits,
+) -> CallFailure {
+    if let Some(pending) = error.downcast_ref::<PendingInput>() {
+        return CallFailure::InputRequired(pending.clone());
+    }
+    let full = format!("{error:?}");
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // The error can carry what the guest handed the host.
+        let scrub = Scrub::new(store.data().grants.secrets.iter().map(String::as_str));
+        tracing::debug!(error = %scrub.text(&full, 64 * 1024), "guest trapped");
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => {
+            return CallFailure::Fuel { limit: limits.fuel };
         }
-        let full = format!("{error:?}");
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            // The error can carry what the guest handed the host.
-            let scrub = Scrub::new(store.data().grants.secrets.iter().map(String::as_str));
-            tracing::debug!(error = %scrub.text(&full, 64 * 1024), "guest trapped");
+        Some(Trap::StackOverflow) => return CallFailure::StackOverflow,
+        // Rust and C keep most of their stack in linear memory, growing
+        // down from a fixed size; overflowing it wraps the stack pointer
+        // below zero, and the first store faults near the top of the
+        // 32-bit space.
+        Some(Trap::MemoryOutOfBounds) if full.contains("wasm address 0xffff") => {
+            return CallFailure::StackOverflow;
         }
-        match error.downcast_ref::<Trap>() {
-            Some(Trap::OutOfFuel) => {
-                return CallFailure::Fuel { limit: limits.fuel };
-            }
-            Some(Trap::StackOverflow) => return CallFailure::StackOverflow,
-            // Rust and C keep most of their stack in linear memory, growing
-            // down from a fixed size; overflowing it wraps the stack pointer
-            // below zero, and the first store faults near the top of the
-            // 32-bit space.
-            Some(Trap::MemoryOutOfBounds) if full.contains("wasm address 0xffff") => {
-                return CallFailure::StackOverflow;
-            }
-            _ => {}
-        }
-        // A refused memory growth the tool handled does not explain a later
-        // panic; the panic message does (and says the limit was hit).
-        let memory_denied = store.data().limiter.memory_denied;
-        let stderr = self.stderr.peek();
-        // An exception a Python or JavaScript runtime printed before it
-        // aborted: the author's message, not the runtime's own panic.
-        let explained = |message: String| {
-            if memory_denied {
-                format!(
-                    "{message} (after its memory limit of {} MiB refused to grow)",
-                    limits.memory_bytes / (1024 * 1024)
-                )
-            } else {
-                message
-            }
-        };
-        if let Some(message) = raised_message(&stderr) {
-            return CallFailure::Raised(explained(message));
-        }
-        if let Some(message) = panic_message(&stderr) {
-            return CallFailure::Panic(explained(message));
-        }
+        _ => {}
+    }
+    // A refused memory growth the tool handled does not explain a later
+    // panic; the panic message does (and says the limit was hit).
+    let memory_denied = store.data().limiter.memory_denied;
+    let stderr = stderr.peek();
+    // An exception a Python or JavaScript runtime printed before it
+    // aborted: the author's message, not the runtime's own panic.
+    let explained = |message: String| {
         if memory_denied {
-            return CallFailure::Memory {
-                limit_bytes: limits.memory_bytes,
-            };
+            format!(
+                "{message} (after its memory limit of {} MiB refused to grow)",
+                limits.memory_bytes / (1024 * 1024)
+            )
+        } else {
+            message
         }
-        if let Some(failure) = host_limit(&error, limits) {
-            return failure;
-        }
-        // The model gets the cause, never the wasm backtrace (that stays in
-        // the debug log): the trap itself, or the innermost error.
-        match error.downcast_ref::<Trap>() {
-            Some(trap) => CallFailure::Trap(trap.to_string()),
-            None => CallFailure::Trap(error.root_cause().to_string()),
-        }
+    };
+    if let Some(message) = raised_message(&stderr) {
+        return CallFailure::Raised(explained(message));
+    }
+    if let Some(message) = panic_message(&stderr) {
+        return CallFailure::Panic(explained(message));
+    }
+    if memory_denied {
+        return CallFailure::Memory {
+            limit_bytes: limits.memory_bytes,
+        };
+    }
+    if let Some(failure) = host_limit(&error, limits) {
+        return failure;
+    }
+    // The model gets the cause, never the wasm backtrace (that stays in
+    // the debug log): the trap itself, or the innermost error.
+    match error.downcast_ref::<Trap>() {
+        Some(trap) => CallFailure::Trap(trap.to_string()),
+        None => CallFailure::Trap(error.root_cause().to_string()),
     }
 }
 

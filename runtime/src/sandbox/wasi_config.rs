@@ -39,14 +39,16 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         let mut store = linker.instance(&format!("wasi:config/store@{version}"))?;
         store.func_wrap(
             "get",
-            |store, (key,): (String,)| -> wasmtime::Result<(Result<Option<String>, Error>,)> {
+            |mut store, (key,): (String,)| -> wasmtime::Result<(Result<Option<String>, Error>,)> {
+                store.data_mut().touch();
                 let values = &store.data().grants.config;
                 Ok((Ok(config::get(values, &key).map(str::to_owned)),))
             },
         )?;
         store.func_wrap(
             "get-all",
-            |store, (): ()| -> wasmtime::Result<(AllValues,)> {
+            |mut store, (): ()| -> wasmtime::Result<(AllValues,)> {
+                store.data_mut().touch();
                 let values = &store.data().grants.config;
                 Ok((Ok(values
                     .iter()

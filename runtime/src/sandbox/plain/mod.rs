@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker, Val};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker, Val};
 use wit_parser::{Function, FunctionKind, Resolve, Type, WorldId, WorldItem, WorldKey};
 
 use super::LoadError;
@@ -570,12 +570,27 @@ impl Plain {
         value::params(&function.params, arguments).map(Some)
     }
 
+    /// A fresh instance in `run`'s store, for a call to come.
+    pub(super) async fn instantiate(
+        &self,
+        run: &mut Run,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Instance, CallFailure> {
+        run.run(limits, cancel, async |store| {
+            self.pre.instantiate_async(&mut *store).await
+        })
+        .await
+    }
+
     /// Tool `name` with `params` (the arguments as `check_arguments`
-    /// converted them, once per call), in `run`'s fresh instance; `None`
-    /// converts `arguments` (a JSON object as text) here.
+    /// converted them, once per call; `None` converts `arguments`, a JSON
+    /// object as text, here), in `instance` (made ahead of the call in
+    /// `run`'s store) or in a fresh instance.
     pub(super) async fn call(
         &self,
         run: &mut Run,
+        instance: Option<Instance>,
         name: &str,
         (arguments, params): (&str, Option<Vec<Val>>),
         limits: &Limits,
@@ -607,7 +622,10 @@ impl Plain {
         let arity = usize::from(function.result.is_some());
         let results = run
             .run(limits, cancel, async |store| {
-                let instance = self.pre.instantiate_async(&mut *store).await?;
+                let instance = match instance {
+                    Some(instance) => instance,
+                    None => self.pre.instantiate_async(&mut *store).await?,
+                };
                 let func = instance.get_func(&mut *store, index).ok_or_else(|| {
                     wasmtime::format_err!("the instance has no function `{}`", function.function)
                 })?;

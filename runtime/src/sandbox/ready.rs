@@ -1,0 +1,106 @@
+//! Instances made ahead of their calls. Every call still runs in a fresh
+//! instance that serves no other; the instance is just built before the
+//! call arrives (after the previous call of the same component has been
+//! answered), so a call starts with its store and instance ready and pays
+//! only for binding what it may reach.
+//!
+//! Invariants:
+//! - One instance serves exactly one call: a ready instance is taken out
+//!   of its pool by the call that uses it and dropped after that call.
+//! - What a call reaches is bound at hand-over (`Run::bind`: roots,
+//!   environment, network gate, services, limits), and only into an
+//!   instance whose guest has not called into the host since its store was
+//!   made ([`Run::touched`]). A component whose instantiation calls the
+//!   host (a constructor reading its environment or preopens) never gets
+//!   ready instances: its calls instantiate inline, with their grants bound
+//!   from the start, as before.
+//! - Bounded: at most [`READY_SLOTS`] ready instances exist at once across
+//!   all components (the engine's instance pool has slots for them beside
+//!   the calls' own), at most [`PER_COMPONENT`] per component, and only
+//!   for components that have been called. A reload drops the old
+//!   component's pool with it.
+//! - An instance made under one tool's limits serves another tool of the
+//!   same component only if the memory it already holds fits that tool's
+//!   limit; its instantiation's fuel counts against the call's.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wasmtime::component::Instance;
+
+use super::contract::ToolComponent;
+use super::store::Run;
+
+/// Ready instances, across all components.
+pub const READY_SLOTS: u32 = 8;
+
+/// Ready instances of one component: one for calls that come one at a
+/// time, a second for a call that arrives while the first is used.
+const PER_COMPONENT: usize = 2;
+
+/// An instance made ahead of its call, in its own store.
+pub(super) struct Ready {
+    pub run: Run,
+    pub instance: ReadyInstance,
+    /// Its share of [`READY_SLOTS`], released when it is taken.
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// The instance, as its component kind calls it.
+pub(super) enum ReadyInstance {
+    Contract(ToolComponent),
+    Plain(Instance),
+}
+
+/// A component's ready instances.
+#[derive(Default)]
+pub(super) struct Pool {
+    ready: Mutex<Vec<Ready>>,
+    /// Cleared for good when an instantiation of the component calls into
+    /// the host.
+    ineligible: AtomicBool,
+}
+
+impl Pool {
+    /// A ready instance whose memory fits `memory_limit`, if there is one.
+    pub fn take(&self, memory_limit: u64) -> Option<Ready> {
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        let index = ready
+            .iter()
+            .position(|r| r.run.memory_used() <= memory_limit)?;
+        Some(ready.swap_remove(index))
+    }
+
+    /// Whether another ready instance is wanted.
+    pub fn wants_more(&self) -> bool {
+        !self.ineligible.load(Ordering::Relaxed)
+            && self.ready.lock().is_ok_and(|r| r.len() < PER_COMPONENT)
+    }
+
+    /// Keep `run` (with `instance`, holding `slot`) for a call to come, or
+    /// drop it and stop making more if its guest called into the host.
+    pub fn offer(
+        &self,
+        run: Run,
+        instance: ReadyInstance,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        if run.touched() {
+            if !self.ineligible.swap(true, Ordering::Relaxed) {
+                tracing::debug!(
+                    "the component calls the host while it is instantiated; its calls instantiate \
+                     inline"
+                );
+            }
+            return;
+        }
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.len() < PER_COMPONENT {
+            ready.push(Ready {
+                run,
+                instance,
+                _slot: slot,
+            });
+        }
+    }
+}
