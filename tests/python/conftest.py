@@ -52,6 +52,8 @@ GUEST_FILES = {
     "sdk-py": "sdk_py.wasm",
     "sdk-js": "sdk_js.wasm",
     "sdk-c": "sdk_c.wasm",
+    # Reads its environment while it is instantiated (tests/components/ctor-c).
+    "ctor-c": "ctor_c.wasm",
 }
 # One hostile descriptor per build of tests/guests/hostile-describe.
 for _feature in [

@@ -445,7 +445,7 @@ impl Sandbox {
         // one made here.
         let (mut run, instance) = match component.ready.take(limits.memory_bytes) {
             Some(ready) => {
-                tracing::trace!(tool = name, "call on an instance made ahead of it");
+                tracing::debug!(tool = name, "call on an instance made ahead of it");
                 let mut run = ready.run;
                 run.bind(limits, grants, events);
                 (run, Some(ready.instance))

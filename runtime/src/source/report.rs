@@ -22,7 +22,8 @@ const CAPABILITIES: &[Capability] = &[
     Capability {
         prefixes: &["wasi:filesystem/"],
         what: "files",
-        grant: "`roots = [\"/path\", \"/other:rw\"]` under [tools.{tool}] (or `--root`)",
+        grant: "`roots = [{ path = \"/path\", mode = \"ro\" }]` under [tools.{tool}] (or \
+                `--root /path`)",
     },
     Capability {
         prefixes: &["wasi:http/outgoing-handler"],
@@ -172,5 +173,25 @@ mod tests {
         assert!(lines[1].contains("network") && lines[1].contains("`network = ["));
         assert!(lines[2].contains("never granted"));
         assert!(capability_lines(&["wasi:clocks/wall-clock".into()], &[]).is_empty());
+    }
+
+    #[test]
+    fn every_suggested_grant_is_a_config_line_toolcage_accepts() {
+        let dir = std::env::temp_dir().join(format!("toolcage-report-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("path")).expect("dir");
+        for capability in CAPABILITIES {
+            // The first backticked part is the line to put under [tools.x].
+            let Some(line) = capability.grant.split('`').nth(1) else {
+                continue;
+            };
+            if !line.contains('=') {
+                continue;
+            }
+            let line = line.replace("/path", &dir.join("path").display().to_string());
+            let text = format!("[tools.x]\n{line}\n");
+            crate::config::Config::parse(&text, &dir.join("config.toml"))
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        std::fs::remove_dir_all(&dir).expect("cleaned");
     }
 }
