@@ -170,6 +170,7 @@ impl Host {
         let sandbox = Arc::new(
             Sandbox::new(&SandboxSettings {
                 max_concurrent_calls: options.config.server.max_concurrent_calls,
+                ready_instances: options.config.server.ready_instances,
                 cache_dir: options.cache_dir.clone(),
                 fuel_metering: options.fuel_metering,
             })

@@ -268,6 +268,9 @@ impl Policy {
 pub struct ServerSettings {
     /// Calls that may run at once across all tools.
     pub max_concurrent_calls: u32,
+    /// Instances made ahead of their calls, across all components (0: none;
+    /// each call instantiates its own).
+    pub ready_instances: u32,
     /// The most a file's `describe` (and its lists of resources, templates
     /// and prompts) may hand the host, in bytes.
     pub max_describe_bytes: u64,
@@ -276,6 +279,9 @@ pub struct ServerSettings {
     /// until it is answered.
     pub max_pending_request_bytes: u64,
 }
+
+/// Default number of instances made ahead of their calls.
+pub const DEFAULT_READY_INSTANCES: u32 = 8;
 
 /// Default request budget: 64 MiB of request text in flight.
 pub const DEFAULT_MAX_PENDING_REQUEST_MIB: u64 = 64;
@@ -320,6 +326,7 @@ impl Default for Config {
             cache_dir: None,
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+                ready_instances: DEFAULT_READY_INSTANCES,
                 max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
                 max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
             },

@@ -63,6 +63,10 @@ impl Config {
                 .max_describe_kib
                 .unwrap_or(DEFAULT_MAX_DESCRIBE_KIB)
                 * 1024,
+            ready_instances: raw
+                .server
+                .ready_instances
+                .unwrap_or(DEFAULT_READY_INSTANCES),
             max_pending_request_bytes: raw
                 .server
                 .max_pending_request_mib
@@ -90,6 +94,13 @@ impl Config {
                 "server.max_describe_kib".into(),
                 kib.to_string(),
                 "must be between 64 and 1048576 (1 GiB)",
+            ));
+        }
+        if server.ready_instances > 256 {
+            return Err(invalid(
+                "server.ready_instances".into(),
+                server.ready_instances.to_string(),
+                "must be between 0 and 256",
             ));
         }
         if !(1..=10_000).contains(&server.max_concurrent_calls) {
@@ -262,6 +273,7 @@ impl RawJournal {
 #[serde(deny_unknown_fields)]
 struct RawServer {
     max_concurrent_calls: Option<u32>,
+    ready_instances: Option<u32>,
     max_describe_kib: Option<u64>,
     max_pending_request_mib: Option<u64>,
 }

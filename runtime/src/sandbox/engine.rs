@@ -50,7 +50,7 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     config.max_wasm_stack(512 * 1024);
     config.async_stack_size(2 * 1024 * 1024);
 
-    let slots = settings.max_concurrent_calls + LOAD_SLOTS + super::ready::READY_SLOTS;
+    let slots = settings.max_concurrent_calls + LOAD_SLOTS + settings.ready_instances;
     let mut pool = PoolingAllocationConfig::default();
     // Every slot can hold the largest instance a call may create, so the
     // totals are consistent with the per-instance maxima: no number of

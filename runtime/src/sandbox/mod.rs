@@ -125,6 +125,8 @@ pub const MAX_RANDOM_BYTES: u64 = 1024 * 1024;
 pub struct SandboxSettings {
     /// Calls that may run at once; sizes the instance pool.
     pub max_concurrent_calls: u32,
+    /// Instances made ahead of their calls, at most (0: none).
+    pub ready_instances: u32,
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
     /// Meter guest instructions with fuel (on unless the operator turns it
@@ -147,7 +149,7 @@ pub struct Sandbox {
     /// files at once never takes the slots calls need.
     load_permits: tokio::sync::Semaphore,
     /// One per instance slot kept for instances made ahead of their calls
-    /// ([`ready::READY_SLOTS`]).
+    /// (`SandboxSettings::ready_instances`).
     ready_slots: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
@@ -263,7 +265,7 @@ impl Sandbox {
             engine_key: built.key,
             load_permits: tokio::sync::Semaphore::new(engine::LOAD_SLOTS as usize),
             ready_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
-                ready::READY_SLOTS as usize,
+                settings.ready_instances as usize,
             )),
         })
     }
@@ -505,6 +507,7 @@ impl Sandbox {
         };
         let mut run = self.bare(limits);
         let never = CancellationToken::new();
+        let started = Instant::now();
         let instance = match &component.kind {
             Kind::Contract(c) => c
                 .instantiate(&mut run, limits, &never)
@@ -516,7 +519,9 @@ impl Sandbox {
                 .map(ReadyInstance::Plain),
         };
         match instance {
-            Ok(instance) => component.ready.offer(run, instance, slot),
+            Ok(instance) => component
+                .ready
+                .offer(run, instance, slot, started.elapsed()),
             Err(failure) => {
                 tracing::debug!(%failure, "could not make an instance ahead of a call");
             }

@@ -13,10 +13,12 @@
 //!   made ([`Run::touched`]). A component whose instantiation calls the
 //!   host (a constructor reading its environment or preopens) never gets
 //!   ready instances: its calls instantiate inline, with their grants bound
-//!   from the start, as before.
-//! - Bounded: at most [`READY_SLOTS`] ready instances exist at once across
-//!   all components (the engine's instance pool has slots for them beside
-//!   the calls' own), at most [`PER_COMPONENT`] per component, and only
+//!   from the start, as before. Nor does one whose instantiation is not
+//!   cheap ([`MAX_INSTANTIATION`]): there, making the next instance while a
+//!   call runs slows that call more than it saves the next.
+//! - Bounded: at most `server.ready_instances` ready instances exist at
+//!   once across all components (the engine's instance pool has slots for
+//!   them beside the calls' own; 0 turns them off), at most [`PER_COMPONENT`] per component, and only
 //!   for components that have been called. A reload drops the old
 //!   component's pool with it.
 //! - An instance made under one tool's limits serves another tool of the
@@ -31,18 +33,23 @@ use wasmtime::component::Instance;
 use super::contract::ToolComponent;
 use super::store::Run;
 
-/// Ready instances, across all components.
-pub const READY_SLOTS: u32 = 8;
-
 /// Ready instances of one component: one for calls that come one at a
 /// time, a second for a call that arrives while the first is used.
 const PER_COMPONENT: usize = 2;
+
+/// Instantiating longer than this, a component gets no ready instances:
+/// an interpreter's instance (Python, JavaScript) is mostly page faults
+/// on its heap snapshot, which happen when the call touches the pages, not
+/// when the instance is made; making the next one while a call runs only
+/// contends with that call for the same memory (measured: +35% and +7% on
+/// the median `word_count` of the Python and JavaScript SDK examples).
+pub(super) const MAX_INSTANTIATION: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// An instance made ahead of its call, in its own store.
 pub(super) struct Ready {
     pub run: Run,
     pub instance: ReadyInstance,
-    /// Its share of [`READY_SLOTS`], released when it is taken.
+    /// Its share of `server.ready_instances`, released when it is taken.
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
@@ -77,20 +84,26 @@ impl Pool {
             && self.ready.lock().is_ok_and(|r| r.len() < PER_COMPONENT)
     }
 
-    /// Keep `run` (with `instance`, holding `slot`) for a call to come, or
-    /// drop it and stop making more if its guest called into the host.
+    /// Keep `run` (with `instance`, holding `slot`, made in `took`) for a
+    /// call to come, or drop it and stop making more if its guest called
+    /// into the host or instantiating it is not cheap.
     pub fn offer(
         &self,
         run: Run,
         instance: ReadyInstance,
         slot: tokio::sync::OwnedSemaphorePermit,
+        took: std::time::Duration,
     ) {
-        if run.touched() {
+        let why = if run.touched() {
+            Some("the component calls the host while it is instantiated")
+        } else if took > MAX_INSTANTIATION {
+            Some("instantiating the component is not cheap")
+        } else {
+            None
+        };
+        if let Some(why) = why {
             if !self.ineligible.swap(true, Ordering::Relaxed) {
-                tracing::debug!(
-                    "the component calls the host while it is instantiated; its calls instantiate \
-                     inline"
-                );
+                tracing::debug!(?took, "{why}; its calls instantiate inline");
             }
             return;
         }

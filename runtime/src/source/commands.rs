@@ -49,6 +49,7 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
     )?;
     let sandbox = Sandbox::new(&SandboxSettings {
         max_concurrent_calls: 2,
+        ready_instances: 0,
         cache_dir: options.cache_dir.clone(),
         fuel_metering: options.fuel_metering,
     })

@@ -171,6 +171,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     client_roots: None,
                     services: None,
                     client: &ClientId::default,
+                    caller: None,
                 },
             )
             .await
@@ -240,6 +241,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                             grants: op.policy.grants.prepare(GrantContext {
                                 tool: &op.name,
                                 client_roots: None,
+                                caller: Default::default(),
                                 client: None,
                             }),
                             events: None,
