@@ -112,7 +112,7 @@ impl Drop for Response {
 pub async fn send(request: Request<'_>) -> Result<Response, String> {
     let url = request.url;
     let started = Instant::now();
-    let uri = crate::config::check_url(url).map_err(|why| format!("`{url}` {why}"))?;
+    let uri = check_url(url).map_err(|why| format!("`{url}` {why}"))?;
     let target = Target::parse(&uri).map_err(|why| format!("`{url}`: {why}"))?;
     let stream = open(&target, &BTreeMap::new(), request.timeout)
         .await
@@ -272,6 +272,38 @@ async fn within<T>(
         .map_err(|_| format!("`{url}` did not answer within {} ms", timeout.as_millis()))
 }
 
+/// An absolute `https` URL, or `http` to a loopback host (a server on this
+/// machine: a test, a local registry or authorization server); no fragment, no user name or password.
+///
+/// # Errors
+///
+/// What is wrong with it.
+pub fn check_url(text: &str) -> Result<http::Uri, &'static str> {
+    let uri: http::Uri = text.parse().map_err(|_| "must be an absolute URL")?;
+    let host = uri.host().ok_or("must be an absolute URL, with a host")?;
+    if text.contains('#') {
+        return Err("must not have a fragment");
+    }
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err("must not carry a user name or password");
+    }
+    match uri.scheme_str() {
+        Some("https") => Ok(uri),
+        Some("http") if is_loopback(host) => Ok(uri),
+        Some("http") => Err("must use https (plain http is accepted only for a loopback host)"),
+        _ => Err("must be an https URL"),
+    }
+}
+
+/// `localhost`, or a loopback IP literal.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Whether a request that `from` pointed to (a redirect, a token realm)
 /// may go to `to`: never from `https` down to plain `http`, and never from
 /// a remote host to a loopback one, so a remote registry or server cannot
@@ -290,13 +322,24 @@ pub fn may_follow(from: &str, to: &str) -> Result<(), String> {
     if from.starts_with("https://") && to.starts_with("http://") {
         return Err(format!("`{shown}` is plain http, after https; refused"));
     }
-    let loopback = |url: &str| host_of(url).is_some_and(|h| crate::config::is_loopback(&h));
+    let loopback = |url: &str| host_of(url).is_some_and(|h| is_loopback(&h));
     if loopback(to) && !loopback(from) {
         return Err(format!(
             "`{shown}` is on this machine's loopback, named by a remote host; refused"
         ));
     }
     Ok(())
+}
+
+/// `text` for a message: at most 80 characters, escaped, quoted.
+pub fn quoted(text: &str) -> String {
+    let cut: String = text.chars().take(80).flat_map(char::escape_debug).collect();
+    let more = if text.chars().nth(80).is_some() {
+        "…"
+    } else {
+        ""
+    };
+    format!("`{cut}{more}`")
 }
 
 /// Text from a remote party, made safe to print in a message: control

@@ -278,7 +278,7 @@ fn metadata_jwks_uri(body: &[u8], issuer: &str) -> Result<String, String> {
         ));
     }
     let uri = metadata.jwks_uri.ok_or("has no `jwks_uri`")?;
-    crate::config::check_url(&uri).map_err(|_| {
+    crate::outbound::check_url(&uri).map_err(|_| {
         format!("names `jwks_uri` {uri:?}, which is not https (or http to loopback)")
     })?;
     Ok(uri)

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::fields::{FieldError, RawRoot, parse_hosts, parse_roots, range};
 use crate::grants::files::Root;
 use crate::grants::network::HostPattern;
+use crate::outbound::check_url;
 
 /// The signature algorithms accepted when `algorithms` is not set: every
 /// asymmetric one the verifier knows. Symmetric ones (`HS256`…) are never
@@ -150,41 +151,9 @@ pub(super) struct RawOAuth {
     introspection_cache_secs: Option<u64>,
 }
 
-/// An absolute `https` URL, or `http` to a loopback host (a test or a
-/// local authorization server); no fragment, no user name or password.
-///
-/// # Errors
-///
-/// What is wrong with it.
-pub fn check_url(text: &str) -> Result<http::Uri, &'static str> {
-    let uri: http::Uri = text.parse().map_err(|_| "must be an absolute URL")?;
-    let host = uri.host().ok_or("must be an absolute URL, with a host")?;
-    if text.contains('#') {
-        return Err("must not have a fragment");
-    }
-    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-        return Err("must not carry a user name or password");
-    }
-    match uri.scheme_str() {
-        Some("https") => Ok(uri),
-        Some("http") if is_loopback(host) => Ok(uri),
-        Some("http") => Err("must use https (plain http is accepted only for a loopback host)"),
-        _ => Err("must be an https URL"),
-    }
-}
-
 fn url_field(key: &str, text: &str) -> Result<http::Uri, FieldError> {
     check_url(text)
         .map_err(|reason| FieldError::new(key.to_owned(), format!("{text:?}"), reason.to_owned()))
-}
-
-/// `localhost`, or a loopback IP literal.
-pub fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl RawOAuth {

@@ -15,10 +15,7 @@ mod fields;
 mod install;
 mod raw;
 
-pub use auth::{
-    CallerRule, DEFAULT_ALGORITHMS, Introspection, OAuthConfig, check_url, is_loopback,
-    is_scope_token,
-};
+pub use auth::{CallerRule, DEFAULT_ALGORITHMS, Introspection, OAuthConfig, is_scope_token};
 
 pub use install::{DEFAULT_MAX_COMPONENT_MIB, Install, LOCK_FILE_NAME, SourceEntry};
 use std::collections::BTreeMap;

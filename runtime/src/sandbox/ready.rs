@@ -70,12 +70,11 @@ pub(super) struct Pool {
 
 impl Pool {
     /// A ready instance whose memory fits `memory_limit`, if there is one.
+    /// One that does not fit (made for a tool of the component with a
+    /// larger limit) is dropped, so it cannot hold its slot for good.
     pub fn take(&self, memory_limit: u64) -> Option<Ready> {
-        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
-        let index = ready
-            .iter()
-            .position(|r| r.run.memory_used() <= memory_limit)?;
-        Some(ready.swap_remove(index))
+        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
+        (ready.run.memory_used() <= memory_limit).then_some(ready)
     }
 
     /// Whether another ready instance is wanted.

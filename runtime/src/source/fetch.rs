@@ -379,6 +379,6 @@ async fn fetch_url(url: &str, settings: &Settings) -> Result<Vec<u8>, String> {
 
 /// A local file, at most `max` bytes.
 fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    super::read_capped(path, max, "over `[install] max_component_mib`")?
+    super::capped::read_capped(path, max, "over `[install] max_component_mib`")?
         .ok_or_else(|| format!("cannot read `{}`: there is no such file", path.display()))
 }

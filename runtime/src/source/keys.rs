@@ -20,7 +20,7 @@
 //! before it is used, nothing after the key), so no input panics; a key's
 //! [`PublicKey::id`] comes from its DER alone, so it names the same key in
 //! every report; a PEM label from a key file reaches a message only through
-//! `signature`'s `shown` (truncated, escaped); a [`SigningKey`]'s `Debug`
+//! `outbound::quoted` (truncated, escaped); a [`SigningKey`]'s `Debug`
 //! shows its public key only (ring's).
 //!
 //! Refused, each with what to use instead: RSA keys and curves other than
@@ -42,7 +42,7 @@ use ring::signature::{
 };
 
 use super::digest::Digest;
-use super::signature::shown;
+use crate::outbound::quoted as shown;
 
 const OID_EC: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
 const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
@@ -168,7 +168,7 @@ impl PublicKey {
 pub fn read_public_key(path: &Path) -> Result<PublicKey, String> {
     // A PEM public key is a few hundred bytes; a bigger file is a mistake.
     const MAX_KEY_FILE: u64 = 64 * 1024;
-    let bytes = super::read_capped(path, MAX_KEY_FILE, "it is not a public key")?
+    let bytes = super::capped::read_capped(path, MAX_KEY_FILE, "it is not a public key")?
         .ok_or("cannot read it: there is no such file")?;
     let text = String::from_utf8(bytes).map_err(|_| "it is not PEM text".to_owned())?;
     PublicKey::from_pem(&text)

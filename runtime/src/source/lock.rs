@@ -87,7 +87,8 @@ impl Lock {
     /// It cannot be read, is over 4 MiB, or is not a valid lock (what and
     /// where).
     pub fn read(path: &Path) -> Result<Lock, String> {
-        let Some(bytes) = super::read_capped(path, MAX_LOCK_BYTES, "it is not a lock")? else {
+        let Some(bytes) = super::capped::read_capped(path, MAX_LOCK_BYTES, "it is not a lock")?
+        else {
             return Ok(Lock::default());
         };
         let text = String::from_utf8(bytes)

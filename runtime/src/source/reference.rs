@@ -55,7 +55,7 @@ impl Source {
             return OciReference::parse(rest).map(Source::Oci);
         }
         if text.starts_with("https://") || text.starts_with("http://") {
-            crate::config::check_url(text).map_err(|why| format!("`{text}` {why}"))?;
+            crate::outbound::check_url(text).map_err(|why| format!("`{text}` {why}"))?;
             if text.contains('?') {
                 return Err(format!(
                     "`{text}` has a query; give the component's plain URL"

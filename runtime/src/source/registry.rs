@@ -95,7 +95,7 @@ impl Client {
                 registry
             }
         });
-        let scheme = if crate::config::is_loopback(host) {
+        let scheme = if crate::outbound::is_loopback(host) {
             "http"
         } else {
             "https"

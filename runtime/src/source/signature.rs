@@ -20,7 +20,7 @@
 //! Invariants: a signature is checked before the bytes it covers are
 //! parsed; every input is capped before it is read, then parsed strictly;
 //! no input panics; text from an artifact reaches a message only through
-//! `shown` (truncated, escaped).
+//! `outbound::quoted` (truncated, escaped).
 //!
 //! Deliberately not done: transparency log entries and timestamps are not
 //! checked; trust rests on the configured keys alone, as `cosign verify
@@ -41,6 +41,7 @@ use serde::de::IgnoredAny;
 use super::digest::Digest;
 use super::keys::{PublicKey, SigningKey};
 use super::manifest::{Descriptor, MAX_MANIFEST_BYTES};
+use crate::outbound::quoted as shown;
 
 /// The media type of a simple-signing layer.
 pub const SIMPLESIGNING_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -560,17 +561,6 @@ fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, Strin
     let error =
         |error: serde_json::Error| format!("{what} does not parse: {}", shown(&error.to_string()));
     serde_json::from_slice(bytes).map_err(error)
-}
-
-/// `text` for a message: at most 80 characters, escaped, quoted.
-pub(super) fn shown(text: &str) -> String {
-    let cut: String = text.chars().take(80).flat_map(char::escape_debug).collect();
-    let more = if text.chars().nth(80).is_some() {
-        "…"
-    } else {
-        ""
-    };
-    format!("`{cut}{more}`")
 }
 
 #[cfg(test)]

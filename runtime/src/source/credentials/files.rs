@@ -77,7 +77,7 @@ pub(super) enum Flavor {
 /// `path`'s contents, at most [`MAX_FILE`] bytes; `None` if it does not
 /// exist.
 pub(super) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    crate::source::read_capped(path, MAX_FILE, "it is not a registry credentials file")
+    crate::source::capped::read_capped(path, MAX_FILE, "it is not a registry credentials file")
 }
 
 /// Steps 2 and 4: the credential the file at `path` has for `registry`,
