@@ -1,6 +1,8 @@
-//! The `toolcage` command: `serve`, `list`, `call`, `pin`, `journal` and
-//! `embed-docs`. One file (about 800 lines): each command is one arm of
-//! `run` and the helpers it alone uses; the work itself is the library's.
+//! The `toolcage` command: `serve`, `list`, `call`, `add`, `update`,
+//! `remove`, `publish`, `pin`, `journal`, `new` and `embed-docs`. One file
+//! (about 1,000 lines): each command is one arm of `run` and the helpers
+//! it alone uses; the work itself is the library's (installing is
+//! `toolcage::source::commands`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
