@@ -360,8 +360,9 @@ impl Dispatcher {
         // Before anything runs, and before taking a permit (a person may
         // take minutes to answer).
         confirm_if_needed(policy, &tool, arguments, services.as_deref()).await?;
-        // Released when these guards drop, at the end of the call.
-        let _permits = self.acquire(&tool, cancel).await?;
+        // Released after the call's store is dropped (below): each store
+        // holds an instance slot, and the pool has one per permit.
+        let permits = self.acquire(&tool, cancel).await?;
 
         // Run. (The debug line says a call got its permits and starts: what
         // a test or an operator waits for to know a call is in flight.)
@@ -391,14 +392,16 @@ impl Dispatcher {
                 },
             )
             .await;
-        // Off this call's path: drop its store, and make the component's
-        // next instance before the next call asks for it.
+        // Off this call's path: drop its store, then its permits (so the
+        // pool's slots never outnumber the permits), and make the
+        // component's next instance before the next call asks for it.
         let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
         let limits = policy.limits;
         tokio::spawn(async move {
             drop(spent);
+            drop(permits);
             sandbox.make_ready(&component.prepared, &limits).await;
         });
         Ok(settle(&tool, report, &policy.limits, arguments_text.len(), record).await)
