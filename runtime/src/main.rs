@@ -386,6 +386,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             use toolcage::source::commands::add;
             add(
+                &mut std::io::stdout(),
                 &options(&common)?,
                 &trust.flags(),
                 &source,
@@ -403,9 +404,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             trust,
         } => {
             use toolcage::source::commands::update;
-            let all_ok = update(&options(&common)?, &trust.flags(), name.as_deref(), yes)
-                .await
-                .map_err(anyhow::Error::msg)?;
+            let all_ok = update(
+                &mut std::io::stdout(),
+                &options(&common)?,
+                &trust.flags(),
+                name.as_deref(),
+                yes,
+            )
+            .await
+            .map_err(anyhow::Error::msg)?;
             Ok(if all_ok {
                 ExitCode::SUCCESS
             } else {
@@ -413,7 +420,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Remove { common, name } => {
-            toolcage::source::commands::remove(&options(&common)?, &name)
+            toolcage::source::commands::remove(&mut std::io::stdout(), &options(&common)?, &name)
                 .map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -425,6 +432,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let sign = sign.map(|k| expand_tilde(&k));
             toolcage::source::commands::publish(
+                &mut std::io::stdout(),
                 &options(&common)?,
                 &file,
                 &reference,

@@ -1,9 +1,10 @@
 //! The commands of installing — `add`, `update`, `remove`, `publish` — and
 //! the `[[sources]]` step of `serve`, as the binary runs them: settings
-//! from the config and the flags, reports on stdout, questions on the
-//! terminal. The work is `install`'s and `publish`'s.
+//! from the config and the flags, reports to the writer the binary hands
+//! in (its stdout; never during `serve`, whose stdout is the protocol),
+//! questions on the terminal. The work is `install`'s and `publish`'s.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +78,7 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
 ///
 /// Why nothing was installed.
 pub async fn add(
+    out: &mut Out,
     options: &Options,
     flags: &Flags,
     source: &str,
@@ -87,10 +89,11 @@ pub async fn add(
     let digest = digest.map(Digest::parse).transpose()?;
     let installed = installer
         .add(source, name, digest, &mut |installed| {
-            print!("{}", install_report(installed));
+            let _ = write!(out, "{}", install_report(installed));
         })
         .await?;
-    println!(
+    writeln!(
+        out,
         "installed {} as {} (locked in {})",
         installed.name,
         installer
@@ -98,8 +101,8 @@ pub async fn add(
             .join(format!("{}.wasm", installed.name))
             .display(),
         installer.lock_path.display()
-    );
-    Ok(())
+    )
+    .map_err(written)
 }
 
 /// `toolcage update [NAME] [--yes]`: whether every tool updated or was up
@@ -109,6 +112,7 @@ pub async fn add(
 ///
 /// The name is not installed or the lock cannot be used.
 pub async fn update(
+    out: &mut Out,
     options: &Options,
     flags: &Flags,
     name: Option<&str>,
@@ -117,17 +121,14 @@ pub async fn update(
     let installer = installer(options, flags)?;
     let outcomes = installer
         .update(name, &mut |old, new, added| {
-            print!("{}", update_report(&old.digest, new, added));
-            if yes {
-                return true;
-            }
-            ask("replace it?")
+            let _ = write!(out, "{}", update_report(&old.digest, new, added));
+            yes || ask(out, "replace it?")
         })
         .await?;
     let mut all_ok = true;
     for outcome in outcomes {
         match outcome {
-            Ok(line) => println!("{line}"),
+            Ok(line) => writeln!(out, "{line}").map_err(written)?,
             Err(why) => {
                 all_ok = false;
                 eprintln!("toolcage: {why}");
@@ -142,10 +143,9 @@ pub async fn update(
 /// # Errors
 ///
 /// It is not installed, or removing failed.
-pub fn remove(options: &Options, name: &str) -> Result<(), String> {
+pub fn remove(out: &mut Out, options: &Options, name: &str) -> Result<(), String> {
     let installer = installer(options, &Flags::default())?;
-    println!("{}", installer.remove(name)?);
-    Ok(())
+    writeln!(out, "{}", installer.remove(name)?).map_err(written)
 }
 
 /// `toolcage publish FILE oci://… [--sign KEY]`.
@@ -155,6 +155,7 @@ pub fn remove(options: &Options, name: &str) -> Result<(), String> {
 /// The file is not a tool toolcage can serve, the key cannot be read, or
 /// the registry refused.
 pub async fn publish(
+    out: &mut Out,
     options: &Options,
     file: &Path,
     reference: &str,
@@ -190,18 +191,21 @@ pub async fn publish(
         installer.settings.timeout,
     )
     .await?;
-    println!("published {reference}");
-    println!("  manifest   {}", published.manifest);
-    println!("  component  {}", published.layer);
-    match &published.signature_tag {
-        Some(tag) => println!("  signature  {tag}"),
-        None => println!("  signature  none (pass --sign KEY to sign)"),
-    }
-    println!(
-        "install it with: toolcage add oci://{}/{}@{}",
-        reference.registry, reference.repository, published.manifest
-    );
-    Ok(())
+    let signature = match &published.signature_tag {
+        Some(tag) => tag.clone(),
+        None => "none (pass --sign KEY to sign)".to_owned(),
+    };
+    writeln!(
+        out,
+        "published {reference}\n  manifest   {}\n  component  {}\n  signature  {signature}\n\
+         install it with: toolcage add oci://{}/{}@{}",
+        published.manifest,
+        published.layer,
+        reference.registry,
+        reference.repository,
+        published.manifest
+    )
+    .map_err(written)
 }
 
 /// The `[[sources]]` step of `serve`: fetch what is missing, log each.
@@ -224,15 +228,26 @@ pub async fn sync_sources(options: &Options) {
     }
 }
 
+/// Where the commands write their reports.
+pub type Out = dyn std::io::Write + Send;
+
+/// A failed write of a report, as an error.
+fn written(error: std::io::Error) -> String {
+    format!("cannot write the report: {error}")
+}
+
 /// Ask `question` on the terminal: yes only for `y`/`yes`; no without a
 /// terminal.
-fn ask(question: &str) -> bool {
+fn ask(out: &mut Out, question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
-        println!("not replaced: no terminal to ask on; pass --yes to replace without asking");
+        let _ = writeln!(
+            out,
+            "not replaced: no terminal to ask on; pass --yes to replace without asking"
+        );
         return false;
     }
-    print!("{question} [y/N] ");
-    let _ = std::io::stdout().flush();
+    let _ = write!(out, "{question} [y/N] ");
+    let _ = out.flush();
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return false;

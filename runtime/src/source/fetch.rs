@@ -18,6 +18,7 @@ use crate::outbound::{Request, printable, send};
 const MAX_REDIRECTS: usize = 5;
 
 /// How fetching goes.
+#[derive(Clone)]
 pub struct Settings {
     /// The largest component accepted, in bytes.
     pub max_bytes: u64,
@@ -208,8 +209,8 @@ async fn check_signature(
     settings: &Settings,
 ) -> Result<Signature, String> {
     let simple = simple_signature(client, reference, digest, settings).await?;
-    if matches!(simple, Some(Signature::Verified { .. })) {
-        return Ok(simple.unwrap_or(Signature::Unsigned));
+    if let Some(verified @ Signature::Verified { .. }) = simple {
+        return Ok(verified);
     }
     let bundle = bundle_signature(client, reference, digest, settings).await?;
     Ok(match (simple, bundle) {

@@ -120,9 +120,7 @@ impl Installer {
             ));
         }
         let fetched = fetch(&source, None, digest, &self.settings).await?;
-        let (staged, file) = self.stage(&name, &fetched).await?;
-        self.refuse_clashes(&file, None).await?;
-        let installed = installed(&name, source_text, &fetched, &file);
+        let (staged, installed) = self.prepare(&name, source_text, &fetched, None).await?;
         report(&installed);
         lock.tools.insert(name.clone(), entry_of(&installed));
         lock.write(&self.lock_path)?;
@@ -193,9 +191,9 @@ impl Installer {
         if same_bytes && on_disk == Some(fetched.digest) {
             return Ok(format!("{name}: up to date ({})", fetched.digest));
         }
-        let (staged, file) = self.stage(name, &fetched).await?;
-        self.refuse_clashes(&file, Some(&target)).await?;
-        let new = installed(name, &old.source, &fetched, &file);
+        let (staged, new) = self
+            .prepare(name, &old.source, &fetched, Some(&target))
+            .await?;
         let added: Vec<String> = new
             .imports
             .iter()
@@ -307,9 +305,9 @@ impl Installer {
                 fetched.digest, locked.digest
             ));
         }
-        let (staged, file) = self.stage(name, &fetched).await?;
-        self.refuse_clashes(&file, Some(&target)).await?;
-        let new = installed(name, &entry.text, &fetched, &file);
+        let (staged, new) = self
+            .prepare(name, &entry.text, &fetched, Some(&target))
+            .await?;
         if locked.is_none() {
             lock.tools.insert(name.clone(), entry_of(&new));
             lock.write(&self.lock_path)?;
@@ -339,6 +337,21 @@ impl Installer {
                 .unwrap_or(self.settings.require_signature),
             ..self.settings.clone()
         })
+    }
+
+    /// Stage `fetched` as tool file `name`, load it as the server would,
+    /// and refuse it if another file (than `replacing`) serves one of its
+    /// tools: the staged file and what it is.
+    async fn prepare(
+        &self,
+        name: &str,
+        source: &str,
+        fetched: &Fetched,
+        replacing: Option<&Path>,
+    ) -> Result<(Staged, Installed), String> {
+        let (staged, file) = self.stage(name, fetched).await?;
+        self.refuse_clashes(&file, replacing).await?;
+        Ok((staged, installed(name, source, fetched, &file)))
     }
 
     /// Load `fetched` as the server would (staged in the temporary folder,
@@ -417,18 +430,6 @@ impl Installer {
             }
         }
         Ok(())
-    }
-}
-
-impl Clone for Settings {
-    fn clone(&self) -> Self {
-        Settings {
-            max_bytes: self.max_bytes,
-            timeout: self.timeout,
-            deadline: self.deadline,
-            keys: self.keys.clone(),
-            require_signature: self.require_signature,
-        }
     }
 }
 

@@ -74,20 +74,26 @@ struct RawManifest {
     manifests: Option<serde_json::Value>,
 }
 
+/// A content descriptor as written (also read by `signature`, whose
+/// layers carry annotations and whose indexes name artifact types).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawDescriptor {
-    media_type: String,
-    digest: String,
-    size: u64,
+pub(super) struct RawDescriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+    #[serde(default)]
+    pub annotations: std::collections::HashMap<String, String>,
+    pub artifact_type: Option<String>,
 }
 
 impl RawDescriptor {
-    fn check(self, what: &str) -> Result<Descriptor, String> {
+    /// The descriptor, its digest parsed (`what` names it in the error).
+    pub fn check(&self, what: &str) -> Result<Descriptor, String> {
         Ok(Descriptor {
             digest: Digest::parse(&self.digest)
                 .map_err(|why| format!("the {what}'s digest: {why}"))?,
-            media_type: self.media_type,
+            media_type: self.media_type.clone(),
             size: self.size,
         })
     }

@@ -145,6 +145,23 @@ impl Client {
     /// Not found, refused, unreachable, over the cap, or its bytes do not
     /// have the digest asked for or stated.
     pub async fn manifest(&self, repository: &str, reference: &str) -> Result<Manifest, String> {
+        self.manifest_if_any(repository, reference)
+            .await?
+            .ok_or_else(|| format!("the manifest `{reference}` of `{repository}`: {NOT_FOUND}"))
+    }
+
+    /// The manifest `reference` of `repository` as [`Client::manifest`]
+    /// reads it, or `None` when the registry answers that it has none
+    /// (`404`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Client::manifest`], but for a `404`.
+    pub async fn manifest_if_any(
+        &self,
+        repository: &str,
+        reference: &str,
+    ) -> Result<Option<Manifest>, String> {
         let path = format!("/v2/{repository}/manifests/{reference}");
         let response = self
             .authorized(
@@ -156,6 +173,9 @@ impl Client {
                 Bytes::new(),
             )
             .await?;
+        if response.status == http::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
         let what = format!("the manifest `{reference}` of `{repository}`");
         let response = self.expect(response, http::StatusCode::OK, &what).await?;
         let media_type = response
@@ -182,29 +202,11 @@ impl Client {
                 printable(&stated, 80)
             ));
         }
-        Ok(Manifest {
+        Ok(Some(Manifest {
             bytes,
             media_type,
             digest,
-        })
-    }
-
-    /// Whether the manifest `reference` exists (`None` when the registry
-    /// says it does not).
-    ///
-    /// # Errors
-    ///
-    /// As for [`Client::manifest`], but a `404` is `Ok(None)`.
-    pub async fn manifest_if_any(
-        &self,
-        repository: &str,
-        reference: &str,
-    ) -> Result<Option<Manifest>, String> {
-        match self.manifest(repository, reference).await {
-            Ok(manifest) => Ok(Some(manifest)),
-            Err(error) if error.contains(NOT_FOUND) => Ok(None),
-            Err(error) => Err(error),
-        }
+        }))
     }
 
     /// The referrers of `digest` (an image index) from the OCI 1.1
@@ -655,8 +657,7 @@ impl Client {
     }
 }
 
-/// The words every not-found error carries (so "absent" can be told from
-/// "failed").
+/// What a `404` is called in messages.
 const NOT_FOUND: &str = "not found in the registry (404)";
 
 /// `{"errors":[{"code","message"}]}` as `: CODE: message`, bounded.

@@ -40,7 +40,7 @@ use serde::de::IgnoredAny;
 
 use super::digest::Digest;
 use super::keys::{PublicKey, SigningKey};
-use super::manifest::{Descriptor, MAX_MANIFEST_BYTES};
+use super::manifest::{Descriptor, MAX_MANIFEST_BYTES, RawDescriptor};
 use crate::outbound::quoted as shown;
 
 /// The media type of a simple-signing layer.
@@ -133,29 +133,6 @@ struct RawManifest {
     manifests: Vec<RawDescriptor>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawDescriptor {
-    media_type: String,
-    digest: String,
-    size: u64,
-    #[serde(default)]
-    annotations: HashMap<String, String>,
-    artifact_type: Option<String>,
-}
-
-impl RawDescriptor {
-    fn descriptor(&self) -> Result<Descriptor, String> {
-        let digest = Digest::parse(&self.digest).map_err(|why| shown(&why))?;
-        let (media_type, size) = (self.media_type.clone(), self.size);
-        Ok(Descriptor {
-            media_type,
-            digest,
-            size,
-        })
-    }
-}
-
 fn read_manifest(body: &[u8], what: &str) -> Result<RawManifest, String> {
     if body.len() > MAX_MANIFEST_BYTES {
         return Err(format!("the {what} is over {MAX_MANIFEST_BYTES} bytes"));
@@ -192,7 +169,7 @@ pub fn layers_of(signature_manifest: &[u8]) -> Result<Vec<(Descriptor, Option<St
             _ => continue,
         };
         let layer = raw
-            .descriptor()
+            .check("signature layer")
             .map_err(|why| format!("layer {n}: {why}"))?;
         if layer.size > cap {
             return Err(format!(
@@ -233,7 +210,7 @@ pub fn bundle_referrers(index: &[u8]) -> Result<Vec<Digest>, String> {
     manifests
         .iter()
         .filter(bundle)
-        .map(|m| Ok(m.descriptor()?.digest))
+        .map(|m| Ok(m.check("referrer")?.digest))
         .collect()
 }
 
