@@ -72,7 +72,7 @@ use anyhow::Context as _;
 
 use crate::catalog::Registry;
 use crate::config::Config;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Lanes};
 use crate::sandbox::{Sandbox, SandboxSettings};
 pub use crate::transport::Transport;
 
@@ -91,6 +91,11 @@ pub struct Options {
     pub cli_grants: Vec<config::Root>,
     /// Meter guest instructions with fuel (`--no-fuel` turns it off).
     pub fuel_metering: bool,
+    /// Where calls go when the thread that read them is busy: set when the
+    /// server runs on a one-thread runtime (stdio, see `main.rs`), so a
+    /// lone call runs on that thread; `None` runs each call in its own task
+    /// of the current (multi-thread) runtime. See `dispatch::Lanes`.
+    pub spill: Option<tokio::runtime::Handle>,
 }
 
 /// The server's request budget: request text held at once, across all
@@ -182,7 +187,22 @@ impl Host {
                 "the tools folder does not exist; serving no tools"
             );
         }
-        let catalog = catalog::load_dir(&sandbox, &options.tools_dir, &options.config, None).await;
+        // On the spill workers when there are some: the files load in
+        // parallel there, not one after another on the serving thread.
+        let catalog = match &options.spill {
+            Some(spill) => {
+                let (sandbox, dir, config) = (
+                    Arc::clone(&sandbox),
+                    options.tools_dir.clone(),
+                    options.config.clone(),
+                );
+                spill
+                    .spawn(async move { catalog::load_dir(&sandbox, &dir, &config, None).await })
+                    .await
+                    .unwrap_or_else(|failed| std::panic::resume_unwind(failed.into_panic()))
+            }
+            None => catalog::load_dir(&sandbox, &options.tools_dir, &options.config, None).await,
+        };
         tracing::info!(
             dir = %options.tools_dir.display(),
             tools = catalog.tools.len(),
@@ -190,11 +210,18 @@ impl Host {
             "tools loaded"
         );
         let registry = Arc::new(Registry::new(catalog));
-        let dispatcher = Arc::new(Dispatcher::new(
-            Arc::clone(&sandbox),
-            Arc::clone(&registry),
-            Arc::new(options.config.clone()),
-        ));
+        let lanes = match &options.spill {
+            Some(spill) => Lanes::inline_first(spill.clone()),
+            None => Lanes::default(),
+        };
+        let dispatcher = Arc::new(
+            Dispatcher::new(
+                Arc::clone(&sandbox),
+                Arc::clone(&registry),
+                Arc::new(options.config.clone()),
+            )
+            .with_lanes(lanes),
+        );
         let request_budget = Arc::new(RequestBudget::new(
             options.config.server.max_pending_request_bytes,
         ));

@@ -235,23 +235,16 @@ impl Trust {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // Validating against a tool's schema recurses once per level of the
-        // instance and of the schema's in-place applicators, both bounded
-        // (`schema::MAX_INPLACE_DEPTH`, serde_json's nesting limit); the
-        // deepest such validation measured needs under 4 MiB. Untouched
-        // stack pages cost nothing.
-        .thread_stack_size(toolcage::schema::THREAD_STACK_BYTES)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("toolcage: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
+    let one_thread = matches!(cli.command, Command::Serve { http: None, .. });
+    let ran = if one_thread {
+        run_on_one_thread(cli)
+    } else {
+        match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
+            Ok(runtime) => runtime.block_on(run(cli, None)),
+            Err(error) => return cannot_start(&error),
         }
     };
-    match runtime.block_on(run(cli)) {
+    match ran {
         Ok(code) => code,
         // The reader went away (`toolcage journal | head`): as for `cat`
         // and ripgrep, that is not a failure of ours.
@@ -261,6 +254,57 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A runtime from `builder` with what every thread of ours needs.
+fn runtime(builder: &mut tokio::runtime::Builder) -> std::io::Result<tokio::runtime::Runtime> {
+    builder
+        .enable_all()
+        // Validating against a tool's schema recurses once per level of the
+        // instance and of the schema's in-place applicators, both bounded
+        // (`schema::MAX_INPLACE_DEPTH`, serde_json's nesting limit); the
+        // deepest such validation measured needs under 4 MiB. Untouched
+        // stack pages cost nothing.
+        .thread_stack_size(toolcage::schema::THREAD_STACK_BYTES)
+        .build()
+}
+
+fn cannot_start(error: &std::io::Error) -> ExitCode {
+    eprintln!("toolcage: cannot start the async runtime: {error}");
+    ExitCode::from(2)
+}
+
+/// `serve` over stdio: one thread reads, runs and answers requests (a
+/// current-thread runtime, so handing a request from the reader to rmcp to
+/// the handler and back wakes no other core), and calls that overlap go to
+/// a pool of workers (`toolcage::dispatch::Lanes`). The thread is ours, not
+/// `main`'s, so it has the stack schema validation needs whatever the
+/// process's stack limit.
+fn run_on_one_thread(cli: Cli) -> anyhow::Result<ExitCode> {
+    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let spill = runtime(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("toolcage-call"),
+    )
+    .context("cannot start the async runtime")?;
+    let handle = spill.handle().clone();
+    let front = std::thread::Builder::new()
+        .name("toolcage-serve".into())
+        .stack_size(toolcage::schema::THREAD_STACK_BYTES)
+        .spawn(move || {
+            let front = runtime(&mut tokio::runtime::Builder::new_current_thread())
+                .context("cannot start the async runtime")?;
+            front.block_on(run(cli, Some(handle)))
+        })
+        .context("cannot start the server thread")?;
+    let ran = front
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    // A call abandoned at shutdown may still be running there; the journal
+    // is written out by now.
+    spill.shutdown_background();
+    ran
 }
 
 /// Whether `error` comes from writing to a pipe nobody reads.
@@ -316,10 +360,13 @@ fn log_filter(wanted: &str) -> String {
     filter
 }
 
-async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Run `cli`'s command; `spill` is where a stdio server's overlapping
+/// calls go (`run_on_one_thread`).
+async fn run(cli: Cli, spill: Option<tokio::runtime::Handle>) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { common, http } => {
-            let options = options(&common)?;
+            let mut options = options(&common)?;
+            options.spill = spill;
             toolcage::source::commands::sync_sources(&options).await;
             let host = Arc::new(Host::load(options).await?);
             match http {
@@ -608,6 +655,7 @@ fn options(common: &Common) -> anyhow::Result<Options> {
         config,
         cli_grants,
         fuel_metering: !common.no_fuel,
+        spill: None,
     })
 }
 

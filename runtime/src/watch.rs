@@ -82,7 +82,20 @@ pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
         &tools_dir,
         [config_path.as_deref(), lock_path.as_deref()],
     );
-    let task = tokio::spawn(run(host, watcher, rx, tools_dir, config_path, lock_path));
+    // Reloading describes components in the sandbox: on the spill workers
+    // when there are some, never on the thread that reads requests.
+    let reload = run(
+        Arc::clone(&host),
+        watcher,
+        rx,
+        tools_dir,
+        config_path,
+        lock_path,
+    );
+    let task = match &host.options.spill {
+        Some(spill) => spill.spawn(reload),
+        None => tokio::spawn(reload),
+    };
     Ok(WatchHandle { task })
 }
 

@@ -47,6 +47,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
         config,
         cli_grants: Vec::new(),
         fuel_metering: true,
+        spill: None,
     })
     .await
     .expect("the host loads");

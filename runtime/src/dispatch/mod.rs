@@ -20,6 +20,7 @@
 
 mod check;
 mod confirm;
+mod lanes;
 mod record;
 mod serve;
 
@@ -34,6 +35,8 @@ use tokio_util::task::TaskTracker;
 use self::check::{Which, check_output, validate};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
+use self::lanes::Lane;
+pub use self::lanes::Lanes;
 use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
 use crate::auth::{self, Access, Caller};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
@@ -60,6 +63,8 @@ pub struct Dispatcher {
     /// Every call in flight holds a token of this, so shutdown can wait for
     /// them to be recorded.
     calls: TaskTracker,
+    /// Which thread runs a call's guest code.
+    lanes: Lanes,
 }
 
 /// The configuration and the journal it opened, swapped together.
@@ -217,7 +222,15 @@ impl Dispatcher {
             permits,
             shutdown: CancellationToken::new(),
             calls: TaskTracker::new(),
+            lanes: Lanes::default(),
         }
+    }
+
+    /// Run calls in `lanes` (by default, each in its own task).
+    #[must_use]
+    pub fn with_lanes(mut self, lanes: Lanes) -> Self {
+        self.lanes = lanes;
+        self
     }
 
     /// Cancel the calls in flight and refuse new ones, at once (the first
@@ -377,20 +390,36 @@ impl Dispatcher {
             },
             client: services.as_ref(),
         });
-        let mut report = self
-            .sandbox
-            .call(
-                &tool.component.prepared,
-                CallSpec {
-                    name,
-                    arguments: &arguments_text,
-                    checked,
-                    limits: &policy.limits,
-                    grants,
-                    events,
-                    cancel,
-                },
-            )
+        // The call owns what it uses, so it can move to another thread
+        // (`lanes`); its permits are its first local, so a call dropped
+        // where it runs (cancelled) drops its store before them.
+        let sandbox = Arc::clone(&self.sandbox);
+        let component = Arc::clone(&tool.component);
+        let limits = policy.limits;
+        let tool_name = name.to_owned();
+        let arguments_bytes = arguments_text.len();
+        let cancel = cancel.clone();
+        let (mut report, permits) = self
+            .lanes
+            .run(move |lane| async move {
+                let permits = permits;
+                let report = sandbox
+                    .call(
+                        &component.prepared,
+                        CallSpec {
+                            name: &tool_name,
+                            arguments: &arguments_text,
+                            checked,
+                            limits: &limits,
+                            grants,
+                            events,
+                            cancel: &cancel,
+                            inline: lane == Lane::Inline,
+                        },
+                    )
+                    .await;
+                (report, permits)
+            })
             .await;
         // Off this call's path: drop its store, then its permits (so the
         // pool's slots never outnumber the permits), and make the
@@ -398,13 +427,12 @@ impl Dispatcher {
         let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
-        let limits = policy.limits;
-        tokio::spawn(async move {
+        self.lanes.background(async move {
             drop(spent);
             drop(permits);
             sandbox.make_ready(&component.prepared, &limits).await;
         });
-        Ok(settle(&tool, report, &policy.limits, arguments_text.len(), record).await)
+        Ok(settle(&tool, report, &policy.limits, arguments_bytes, record).await)
     }
 
     /// Refuse new calls once the server is shutting down.

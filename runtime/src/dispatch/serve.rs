@@ -39,13 +39,26 @@ impl Dispatcher {
         };
         let _in_flight = self.calls.token();
         let limits = self.config().defaults.limits;
-        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+        let Some(permit) = acquire_or_cancel([&self.permits], cancel).await else {
             return Err(ServeError::Failed(format!("read of `{uri}` was cancelled")));
         };
         let started = Instant::now();
+        let (sandbox, component_in, owned_uri, cancel_in) = (
+            Arc::clone(&self.sandbox),
+            Arc::clone(&component),
+            uri.to_owned(),
+            cancel.clone(),
+        );
+        // Off the thread that reads requests (`Lanes::pooled`); the permit
+        // is the future's first local, so it outlives the store.
         let outcome = self
-            .sandbox
-            .read_resource(&component.prepared, uri, &limits, cancel)
+            .lanes
+            .pooled(async move {
+                let _permit = permit;
+                sandbox
+                    .read_resource(&component_in.prepared, &owned_uri, &limits, &cancel_in)
+                    .await
+            })
             .await;
         let result = match outcome {
             Ok(Ok(contents)) if contents.is_empty() => Err(ServeError::Failed(format!(
@@ -94,14 +107,32 @@ impl Dispatcher {
         }
         let _in_flight = self.calls.token();
         let limits = self.config().defaults.limits;
-        let Some(_permit) = acquire_or_cancel([&self.permits], cancel).await else {
+        let Some(permit) = acquire_or_cancel([&self.permits], cancel).await else {
             return Err(ServeError::Failed(format!("prompt `{name}` was cancelled")));
         };
         let started = Instant::now();
         let arguments = Value::Object(arguments).to_string();
+        let (sandbox, component_in, owned_name, cancel_in) = (
+            Arc::clone(&self.sandbox),
+            Arc::clone(&component),
+            name.to_owned(),
+            cancel.clone(),
+        );
+        // As for a resource read.
         let outcome = self
-            .sandbox
-            .get_prompt(&component.prepared, name, &arguments, &limits, cancel)
+            .lanes
+            .pooled(async move {
+                let _permit = permit;
+                sandbox
+                    .get_prompt(
+                        &component_in.prepared,
+                        &owned_name,
+                        &arguments,
+                        &limits,
+                        &cancel_in,
+                    )
+                    .await
+            })
             .await;
         let result = match outcome {
             Ok(Ok(output)) => Ok(output),

@@ -246,7 +246,17 @@ pub struct CallSpec<'a> {
     pub events: Option<EventSink>,
     /// Cancellation.
     pub cancel: &'a CancellationToken,
+    /// The call starts on the thread that reads requests and must yield
+    /// every [`INLINE_YIELD_FUEL`] (besides the epoch ticks) so it can
+    /// move off it (`dispatch::lanes`).
+    pub inline: bool,
 }
+
+/// Fuel between yields for a call that starts on the thread that reads
+/// requests: a few milliseconds of guest code at most. Short calls (a file
+/// read, a clock) use a small part of it and never yield; a call that
+/// reaches it moves to the spill workers.
+pub const INLINE_YIELD_FUEL: u64 = 2_000_000;
 
 impl Sandbox {
     /// Build the engine and linker and start the epoch ticker.
@@ -441,6 +451,7 @@ impl Sandbox {
             grants,
             events,
             cancel,
+            inline,
         } = spec;
         let started = Instant::now();
         // A fresh instance made ahead of this call, bound to it now; else
@@ -457,6 +468,7 @@ impl Sandbox {
                 None,
             ),
         };
+        run.yield_fuel = inline.then_some(INLINE_YIELD_FUEL);
         let outcome = match (&component.kind, instance) {
             (Kind::Contract(c), instance) => {
                 let instance = match instance {

@@ -90,6 +90,10 @@ pub(super) struct Run {
     pub peak_memory: u64,
     /// Whether the engine meters fuel (`SandboxSettings::fuel_metering`).
     metered: bool,
+    /// Fuel between yields, besides the epoch ticks: set for a call that
+    /// starts on the thread that reads requests, so it gives that thread
+    /// back soon (`dispatch::lanes`).
+    pub yield_fuel: Option<u64>,
     /// What the guest did on the network.
     pub net: NetRecord,
 }
@@ -141,6 +145,7 @@ impl Run {
             fuel_used: 0,
             peak_memory: 0,
             metered,
+            yield_fuel: None,
             net: NetRecord::default(),
         }
     }
@@ -203,6 +208,11 @@ impl Run {
         };
         if metered && let Err(error) = store.set_fuel(budget) {
             return Err(CallFailure::Trap(format!("cannot set fuel: {error}")));
+        }
+        if metered && let Err(error) = store.fuel_async_yield_interval(self.yield_fuel) {
+            return Err(CallFailure::Trap(format!(
+                "cannot set fuel yields: {error}"
+            )));
         }
         // Yield to the executor at every epoch tick, so the select! below
         // regains control even from a guest spinning in a tight loop.

@@ -126,6 +126,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
         config: config.clone(),
         cli_grants: vec![grant],
         fuel_metering: true,
+        spill: None,
     })
     .await
     .context("cannot load the tools")?;

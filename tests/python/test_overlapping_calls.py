@@ -1,0 +1,115 @@
+"""Over stdio, one thread reads and answers requests and runs a lone call
+itself; a call that runs long moves to the worker threads at its first
+yield, and calls that overlap it run there (`runtime/src/dispatch/lanes.rs`).
+Whatever runs, a quick request is still read and answered: no guest holds
+the serving thread."""
+
+import time
+
+from conftest import RawServer, call_request, read_journal
+
+# Long calls end by their deadline; fuel is not what stops them.
+CONFIG = """
+[tools.spin]
+fuel = 1000000000000
+deadline_ms = 4000
+"""
+
+LOG = "info,toolcage::dispatch=debug,rmcp=warn"
+
+
+def wait_running(setup, tool: str, count: int) -> None:
+    """Until the log says `count` calls of `tool` got their permits."""
+    needle = f"tool={tool}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        running = [line for line in setup.stderr().splitlines() if "call running" in line and needle in line]
+        if len(running) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{count} calls of {tool} never started:\n{setup.stderr()[-3000:]}")
+
+
+def replies_in_order(raw: RawServer, ids: set) -> list:
+    """Read until every id in `ids` has its reply; the ids in arrival order."""
+    order = []
+    while len(order) < len(ids):
+        message = raw.read()
+        if message.get("id") in ids and ("result" in message or "error" in message):
+            order.append((message["id"], message))
+    return order
+
+
+def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setup):
+    setup.add("time")
+    setup.add("misbehave")
+    setup.write_config(CONFIG)
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    # The spinning call is alone, so it starts on the serving thread; at its
+    # first yield it moves off it. Two hundred requests one after another
+    # are then answered before it ends: were it still on the serving thread,
+    # each would wait for it to yield there (and for the thread to look at
+    # its input between yields), hundreds of times longer than the requests
+    # take.
+    raw.send(call_request(1, "spin", {}))
+    wait_running(setup, "spin", 1)
+    raw.next_id = 100
+    for i in range(200):
+        if i % 2:
+            reply = raw.request("tools/list", {})
+            assert reply["result"]["tools"], reply
+        else:
+            result = raw.call("get_current_time", {"timezone": "UTC"})
+            assert not result.get("isError"), result
+    # None of those read the spin's reply; it still ends by its own
+    # deadline where it moved to.
+    assert not any('"id":1,' in line.replace(" ", "") for line in raw.lines), raw.lines[-3:]
+    spin = raw.read_response(1)["result"]
+    assert spin["isError"] and "exceeded its deadline (limit 4000 ms)" in spin["content"][0]["text"], spin
+    raw.close()
+
+
+def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup):
+    setup.add("time")
+    setup.add("misbehave")
+    setup.write_config(CONFIG)
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    spins = set(range(1, 6))
+    for i in spins:
+        raw.send(call_request(i, "spin", {}))
+    wait_running(setup, "spin", len(spins))
+    quick = set(range(10, 30))
+    for i in quick:
+        raw.send(call_request(i, "get_current_time", {"timezone": "UTC"}))
+    order = replies_in_order(raw, spins | quick)
+    ids = [i for i, _ in order]
+    first_spin = min(ids.index(i) for i in spins)
+    assert all(ids.index(i) < first_spin for i in quick), ids
+    for i, message in order:
+        result = message["result"]
+        if i in quick:
+            assert not result.get("isError"), result
+        else:
+            assert result["isError"] and "exceeded its deadline" in result["content"][0]["text"], result
+    raw.close()
+
+
+def test_a_cancelled_call_that_moved_off_the_serving_thread_is_stopped_and_journaled(setup, tmp_path):
+    setup.add("time")
+    setup.add("misbehave")
+    log = tmp_path / "journal.jsonl"
+    setup.write_config(CONFIG.replace("deadline_ms = 4000", "deadline_ms = 60000") + f'\n[journal]\npath = "{log}"\n')
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    raw.send(call_request(1, "spin", {}))
+    wait_running(setup, "spin", 1)
+    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    raw.next_id = 100
+    # The server is not held up: the next call is answered, on a fresh
+    # instance, and the cancelled one is in the journal as cancelled.
+    assert not raw.call("get_current_time", {"timezone": "UTC"}).get("isError")
+    raw.close()
+    outcomes = {e["tool"]: e["outcome"] for e in read_journal(log)}
+    assert outcomes == {"spin": "cancelled", "get_current_time": "ok"}, outcomes
