@@ -235,14 +235,18 @@ impl Trust {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let one_thread = matches!(cli.command, Command::Serve { http: None, .. });
-    let ran = if one_thread {
-        run_on_one_thread(cli)
-    } else {
-        match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
-            Ok(runtime) => runtime.block_on(run(cli, None)),
+    // `serve` over stdio reads its options first: `stdio.one_thread`
+    // decides which runtime it runs on.
+    let serve_options = match &cli.command {
+        Command::Serve { common, http: None } => Some(options(common)),
+        _ => None,
+    };
+    let ran = match serve_options {
+        Some(Ok(options)) if options.config.stdio.one_thread => run_on_one_thread(cli, options),
+        prepared => match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
+            Ok(runtime) => runtime.block_on(run(cli, prepared)),
             Err(error) => return cannot_start(&error),
-        }
+        },
     };
     match ran {
         Ok(code) => code,
@@ -274,13 +278,13 @@ fn cannot_start(error: &std::io::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `serve` over stdio: one thread reads, runs and answers requests (a
-/// current-thread runtime, so handing a request from the reader to rmcp to
-/// the handler and back wakes no other core), and calls that overlap go to
-/// a pool of workers (`toolcage::dispatch::Lanes`). The thread is ours, not
-/// `main`'s, so it has the stack schema validation needs whatever the
-/// process's stack limit.
-fn run_on_one_thread(cli: Cli) -> anyhow::Result<ExitCode> {
+/// `serve` over stdio with `stdio.one_thread`: one thread reads, runs and
+/// answers requests (a current-thread runtime, so handing a request from
+/// the reader to rmcp to the handler and back wakes no other core), and
+/// calls that overlap go to a pool of workers (`toolcage::dispatch::Lanes`).
+/// The thread is ours, not `main`'s, so it has the stack schema validation
+/// needs whatever the process's stack limit.
+fn run_on_one_thread(cli: Cli, mut options: Options) -> anyhow::Result<ExitCode> {
     let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
     let spill = runtime(
         tokio::runtime::Builder::new_multi_thread()
@@ -288,14 +292,14 @@ fn run_on_one_thread(cli: Cli) -> anyhow::Result<ExitCode> {
             .thread_name("toolcage-call"),
     )
     .context("cannot start the async runtime")?;
-    let handle = spill.handle().clone();
+    options.spill = Some(spill.handle().clone());
     let front = std::thread::Builder::new()
         .name("toolcage-serve".into())
         .stack_size(toolcage::schema::THREAD_STACK_BYTES)
         .spawn(move || {
             let front = runtime(&mut tokio::runtime::Builder::new_current_thread())
                 .context("cannot start the async runtime")?;
-            front.block_on(run(cli, Some(handle)))
+            front.block_on(run(cli, Some(Ok(options))))
         })
         .context("cannot start the server thread")?;
     let ran = front
@@ -360,13 +364,15 @@ fn log_filter(wanted: &str) -> String {
     filter
 }
 
-/// Run `cli`'s command; `spill` is where a stdio server's overlapping
-/// calls go (`run_on_one_thread`).
-async fn run(cli: Cli, spill: Option<tokio::runtime::Handle>) -> anyhow::Result<ExitCode> {
+/// Run `cli`'s command; `serve` over stdio comes with its options already
+/// read (`main`).
+async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { common, http } => {
-            let mut options = options(&common)?;
-            options.spill = spill;
+            let options = match prepared {
+                Some(options) => options?,
+                None => options(&common)?,
+            };
             toolcage::source::commands::sync_sources(&options).await;
             let host = Arc::new(Host::load(options).await?);
             match http {
@@ -584,6 +590,7 @@ async fn run(cli: Cli, spill: Option<tokio::runtime::Handle>) -> anyhow::Result<
                     ..ClientId::default()
                 },
                 caller: None,
+                lane: toolcage::dispatch::Lane::Pooled,
             };
             let output = host.dispatcher.call(&tool, Some(arguments), context).await;
             // The call's journal line is written before anything else happens.

@@ -48,7 +48,7 @@ use crate::call::{
 };
 use crate::call::{PendingAsk, PendingInput};
 use crate::catalog::ToolDescriptor;
-use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, ServeError};
+use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, Lane, ServeError};
 use crate::grants::files::file_uri_path;
 use crate::journal::{CallerRecord, ClientId};
 use crate::services::{
@@ -210,6 +210,97 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// `tools/call`, on the lane [`Lanes::handle`](crate::dispatch::Lanes::handle) gave it.
+    async fn handle_call(
+        &self,
+        mut request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+        lane: Lane,
+    ) -> Result<CallToolResponse, McpError> {
+        let stateless = is_stateless(&ctx);
+        let client_roots = self.client_roots(&ctx.peer, stateless).await;
+        let capabilities = ctx
+            .client_capabilities()
+            .map(|caps| Capabilities {
+                elicit: caps.elicitation.is_some(),
+                sample: caps.sampling.is_some(),
+            })
+            .unwrap_or_default();
+        // 2026-07-28 calls replay with the answers so far (those in the signed
+        // state plus the ones this retry brings), bound to the call by a
+        // digest of tool and arguments. Older clients are asked directly, so
+        // none of this is computed for them.
+        let (services, replay) = if stateless {
+            let arguments =
+                serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+            let owner = caller(&ctx).map(Caller::key);
+            let digest = call_digest(owner.as_deref(), &request.name, &arguments);
+            let mut answers = match &request.request_state {
+                Some(state) => verify_state(state, &digest)
+                    .map_err(|reason| McpError::invalid_params(reason, None))?,
+                None => std::collections::BTreeMap::new(),
+            };
+            answers.extend(request.input_responses.take().unwrap_or_default());
+            let replay = ReplayServices::new(answers.clone(), capabilities);
+            (services::shared(replay), Some((digest, answers)))
+        } else {
+            let peer_services = PeerServices {
+                peer: ctx.peer.clone(),
+                capabilities,
+            };
+            (services::shared(peer_services), None)
+        };
+        // The forwarder's task starts with the first event worth sending:
+        // most calls send none, and a task per call is a thread hand-off
+        // per call.
+        let forwarder = EventForwarder::new(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.wanted_log_level(&ctx),
+        );
+        let events = forwarder.sink();
+        let result = self
+            .dispatcher
+            .call(
+                &request.name,
+                request.arguments,
+                CallContext {
+                    events,
+                    cancel: &ctx.ct,
+                    client_roots: client_roots.as_deref(),
+                    services: Some(services),
+                    client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
+                    caller: caller(&ctx),
+                    lane,
+                },
+            )
+            .await;
+        // The sink's last clone went with the call's store; wait until every
+        // notification it queued is written, so none trails the response.
+        forwarder.finish().await;
+        match result {
+            Ok(mut output) => match (output.input_required.take(), &replay) {
+                (Some(pending), Some((digest, answers))) => {
+                    input_required(pending, digest, answers)
+                }
+                // Only replay stops a call for input.
+                (Some(_), None) => Err(McpError::internal_error(
+                    "a call stopped for input outside a 2026-07-28 request",
+                    None,
+                )),
+                (None, _) => Ok(to_mcp_result(output).into()),
+            },
+            Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
+                format!("{error}; call tools/list for the available tools"),
+                None,
+            )),
+            Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
+                format!("{error}; tools/list shows the tools this caller may use"),
+                None,
+            )),
+        }
+    }
+
     /// A server for one connection over `dispatcher` on `transport` (its
     /// name, as the journal records it), registering with `notifier` for
     /// tool-list changes.
@@ -453,90 +544,16 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let stateless = is_stateless(&ctx);
-        let client_roots = self.client_roots(&ctx.peer, stateless).await;
-        let capabilities = ctx
-            .client_capabilities()
-            .map(|caps| Capabilities {
-                elicit: caps.elicitation.is_some(),
-                sample: caps.sampling.is_some(),
-            })
-            .unwrap_or_default();
-        // 2026-07-28 calls replay with the answers so far (those in the signed
-        // state plus the ones this retry brings), bound to the call by a
-        // digest of tool and arguments. Older clients are asked directly, so
-        // none of this is computed for them.
-        let (services, replay) = if stateless {
-            let arguments =
-                serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-            let owner = caller(&ctx).map(Caller::key);
-            let digest = call_digest(owner.as_deref(), &request.name, &arguments);
-            let mut answers = match &request.request_state {
-                Some(state) => verify_state(state, &digest)
-                    .map_err(|reason| McpError::invalid_params(reason, None))?,
-                None => std::collections::BTreeMap::new(),
-            };
-            answers.extend(request.input_responses.take().unwrap_or_default());
-            let replay = ReplayServices::new(answers.clone(), capabilities);
-            (services::shared(replay), Some((digest, answers)))
-        } else {
-            let peer_services = PeerServices {
-                peer: ctx.peer.clone(),
-                capabilities,
-            };
-            (services::shared(peer_services), None)
-        };
-        // The forwarder's task starts with the first event worth sending:
-        // most calls send none, and a task per call is a thread hand-off
-        // per call.
-        let forwarder = EventForwarder::new(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.wanted_log_level(&ctx),
-        );
-        let events = forwarder.sink();
-        let result = self
-            .dispatcher
-            .call(
-                &request.name,
-                request.arguments,
-                CallContext {
-                    events,
-                    cancel: &ctx.ct,
-                    client_roots: client_roots.as_deref(),
-                    services: Some(services),
-                    client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
-                    caller: caller(&ctx),
-                },
-            )
-            .await;
-        // The sink's last clone went with the call's store; wait until every
-        // notification it queued is written, so none trails the response.
-        forwarder.finish().await;
-        match result {
-            Ok(mut output) => match (output.input_required.take(), &replay) {
-                (Some(pending), Some((digest, answers))) => {
-                    input_required(pending, digest, answers)
-                }
-                // Only replay stops a call for input.
-                (Some(_), None) => Err(McpError::internal_error(
-                    "a call stopped for input outside a 2026-07-28 request",
-                    None,
-                )),
-                (None, _) => Ok(to_mcp_result(output).into()),
-            },
-            Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
-                format!("{error}; call tools/list for the available tools"),
-                None,
-            )),
-            Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
-                format!("{error}; tools/list shows the tools this caller may use"),
-                None,
-            )),
-        }
+        // Here when no other call is on this thread (stdio), else on the
+        // spill workers; see `dispatch::Lanes`.
+        let this = self.clone();
+        self.dispatcher
+            .lanes()
+            .handle(move |lane| async move { this.handle_call(request, ctx, lane).await })
+            .await
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {

@@ -67,6 +67,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
                 services: None,
                 client: &ClientId::default,
                 caller: None,
+                lane: toolcage::dispatch::Lane::Pooled,
             },
         )
         .await;

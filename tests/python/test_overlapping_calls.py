@@ -1,12 +1,28 @@
-"""Over stdio, one thread reads and answers requests and runs a lone call
-itself; a call that runs long moves to the worker threads at its first
-yield, and calls that overlap it run there (`runtime/src/dispatch/lanes.rs`).
+"""Calls that overlap, over stdio, in both of its thread layouts: the
+default (a multi-thread runtime, each call its own task) and
+`stdio.one_thread` (one thread reads and answers requests and runs a lone
+call itself; a call that runs long moves to the worker threads at its first
+yield, and calls that overlap it run there: `runtime/src/dispatch/lanes.rs`).
 Whatever runs, a quick request is still read and answered: no guest holds
 the serving thread."""
 
 import time
+from pathlib import Path
+
+import pytest
 
 from conftest import RawServer, call_request, read_journal
+
+LAYOUTS = ["pool", "one_thread"]
+
+
+def configure(setup, layout: str, extra: str = "") -> None:
+    stdio = "[stdio]\none_thread = true\n" if layout == "one_thread" else ""
+    setup.write_config(CONFIG + extra + stdio)
+
+
+def thread_names(raw: RawServer) -> set:
+    return {Path(t, "comm").read_text().strip() for t in Path(f"/proc/{raw.proc.pid}/task").iterdir()}
 
 # Long calls end by their deadline; fuel is not what stops them.
 CONFIG = """
@@ -40,10 +56,26 @@ def replies_in_order(raw: RawServer, ids: set) -> list:
     return order
 
 
-def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setup):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_layout_is_the_one_configured(setup, layout):
+    setup.add("time")
+    configure(setup, layout)
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    assert not raw.call("get_current_time", {"timezone": "UTC"}).get("isError")
+    names = thread_names(raw)
+    if layout == "one_thread":
+        assert {"toolcage-serve", "toolcage-call"} <= names, names
+    else:
+        assert not {"toolcage-serve", "toolcage-call"} & names, names
+    raw.close()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setup, layout):
     setup.add("time")
     setup.add("misbehave")
-    setup.write_config(CONFIG)
+    configure(setup, layout)
     raw = RawServer(setup, log=LOG)
     raw.initialize()
     # The spinning call is alone, so it starts on the serving thread; at its
@@ -70,10 +102,11 @@ def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setu
     raw.close()
 
 
-def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup, layout):
     setup.add("time")
     setup.add("misbehave")
-    setup.write_config(CONFIG)
+    configure(setup, layout)
     raw = RawServer(setup, log=LOG)
     raw.initialize()
     spins = set(range(1, 6))
@@ -96,11 +129,13 @@ def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup):
     raw.close()
 
 
-def test_a_cancelled_call_that_moved_off_the_serving_thread_is_stopped_and_journaled(setup, tmp_path):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_cancelled_long_call_is_stopped_and_journaled(setup, tmp_path, layout):
     setup.add("time")
     setup.add("misbehave")
     log = tmp_path / "journal.jsonl"
-    setup.write_config(CONFIG.replace("deadline_ms = 4000", "deadline_ms = 60000") + f'\n[journal]\npath = "{log}"\n')
+    configure(setup, layout, f'\n[journal]\npath = "{log}"\n')
+    setup.write_config(setup.config.read_text().replace("deadline_ms = 4000", "deadline_ms = 60000"))
     raw = RawServer(setup, log=LOG)
     raw.initialize()
     raw.send(call_request(1, "spin", {}))
@@ -113,3 +148,22 @@ def test_a_cancelled_call_that_moved_off_the_serving_thread_is_stopped_and_journ
     raw.close()
     outcomes = {e["tool"]: e["outcome"] for e in read_journal(log)}
     assert outcomes == {"spin": "cancelled", "get_current_time": "ok"}, outcomes
+
+
+def test_resources_and_prompts_are_served_on_one_thread(setup):
+    # They run on the worker threads (`Lanes::pooled`); the replies are the
+    # same as in the default layout (test_resources_prompts.py).
+    setup.add("conformance")
+    setup.write_config("[stdio]\none_thread = true\n")
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    text = raw.request("resources/read", {"uri": "test://static-text"})
+    assert text["result"]["contents"][0]["text"], text
+    templated = raw.request("resources/read", {"uri": "test://template/123/data"})
+    assert "123" in templated["result"]["contents"][0]["text"], templated
+    prompt = raw.request("prompts/get", {"name": "test_simple_prompt"})
+    assert prompt["result"]["messages"], prompt
+    unknown = raw.request("resources/read", {"uri": "test://no-such"})
+    assert unknown["error"]["code"] == -32602, unknown
+    assert "toolcage-serve" in thread_names(raw)
+    raw.close()

@@ -223,6 +223,11 @@ pub struct StdioLimits {
     pub max_requests_in_flight: usize,
     /// Bytes of replies waiting to be written; past it, reading pauses.
     pub max_pending_output: usize,
+    /// Read, run and answer requests on one thread, calls that overlap
+    /// going to worker threads (`dispatch::Lanes`): lower latency for calls
+    /// one at a time, lower pipelined throughput (`docs/benchmarks.md`,
+    /// "Calls on one thread"). Read once, at start.
+    pub one_thread: bool,
 }
 
 impl Default for StdioLimits {
@@ -230,6 +235,7 @@ impl Default for StdioLimits {
         StdioLimits {
             max_requests_in_flight: 256,
             max_pending_output: 16 * 1024 * 1024,
+            one_thread: false,
         }
     }
 }
@@ -613,7 +619,7 @@ mod tests {
     fn transport_limits_and_file_bindings_parse() {
         let config = parse(
             "[server]\nmax_describe_kib = 128\nmax_pending_request_mib = 8\n\
-             [stdio]\nmax_requests_in_flight = 16\nmax_pending_output_mib = 2\n\
+             [stdio]\nmax_requests_in_flight = 16\nmax_pending_output_mib = 2\none_thread = true\n\
              [http]\nidle_timeout_ms = 1000\nbody_timeout_ms = 2000\nmax_connections = 10\nmax_sessions = 5\n\
              [tools.read_text_file]\nfile = \"fs_tool.wasm\"\n[tools.x]\nfile = \"/opt/t/x.wasm\"\n",
         )
@@ -622,6 +628,7 @@ mod tests {
         assert_eq!(config.server.max_pending_request_bytes, 8 * 1024 * 1024);
         assert_eq!(config.stdio.max_requests_in_flight, 16);
         assert_eq!(config.stdio.max_pending_output, 2 * 1024 * 1024);
+        assert!(config.stdio.one_thread);
         assert_eq!(
             (config.http.idle_timeout_ms, config.http.body_timeout_ms),
             (1000, 2000)

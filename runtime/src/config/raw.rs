@@ -283,6 +283,7 @@ struct RawServer {
 struct RawStdio {
     max_requests_in_flight: Option<u64>,
     max_pending_output_mib: Option<u64>,
+    one_thread: Option<bool>,
 }
 
 impl RawStdio {
@@ -304,6 +305,7 @@ impl RawStdio {
         )? {
             limits.max_pending_output = usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
         }
+        limits.one_thread = self.one_thread.unwrap_or(false);
         Ok(limits)
     }
 }

@@ -1,24 +1,24 @@
-//! Which thread runs a call's guest code.
+//! Which thread runs a request's handler and a call's guest code.
 //!
-//! Over stdio the server runs on one thread (a current-thread runtime, see
-//! `main.rs`): reading a request, rmcp's service loop, the handler and the
+//! Over stdio with `stdio.one_thread` the server runs on one thread (a
+//! current-thread runtime, see `main.rs`): reading a request, rmcp's service loop, the handler and the
 //! reply hand the request from task to task, and on one thread those
-//! hand-offs cost nothing, while on a multi-thread runtime each can wake
-//! the other core, which on a VM costs more than the call itself
-//! (`docs/benchmarks.md`, "Calls on one thread"). So a call runs *inline*
-//! on that thread when no other call does, and continues on the spill
-//! workers (a multi-thread runtime) from the first time it waits: at an
-//! epoch tick or a fuel yield (it has run long), or on host I/O. Calls that
-//! arrive while one runs inline go to the spill workers at once, so
-//! concurrent calls still use every core.
+//! hand-offs wake no other core, which on a VM can cost more than the call
+//! itself (`docs/benchmarks.md`, "Calls on one thread"). So a `tools/call`
+//! whose handler finds no other call on that thread runs there whole
+//! (*inline*), and its guest continues on the spill workers (a multi-thread
+//! runtime) from the first time it waits: at a fuel yield or an epoch tick
+//! (it has run long), or on host I/O. A call that arrives while one runs
+//! inline is handled on the spill workers from the start, so concurrent
+//! calls still use every core.
 //!
-//! Invariant: a call runs inline only while no other call does, and for at
-//! most one yield interval (`sandbox::INLINE_YIELD_FUEL`, or one epoch tick
-//! without fuel metering), so the thread that reads requests is never held
-//! longer than that by a guest.
+//! Invariant: guest code runs on the serving thread only for a call that
+//! is alone there, until its first yield (`sandbox::INLINE_YIELD_FUEL`, or
+//! one epoch tick without fuel metering), so no guest holds the thread that
+//! reads requests for longer than that.
 //!
-//! Without a spill runtime (HTTP, the CLI, tests on a multi-thread
-//! runtime) a call simply runs in its own task.
+//! Without a spill runtime (the default stdio server, HTTP, the CLI)
+//! everything runs where it is started, each call in its own task.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,7 +29,7 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-/// Where calls run; see the module documentation.
+/// Where requests and calls run; see the module documentation.
 #[derive(Debug, Default)]
 pub struct Lanes {
     /// The spill workers, when the requests are read on a one-thread
@@ -39,13 +39,22 @@ pub struct Lanes {
     inline: Arc<AtomicBool>,
 }
 
-/// How a call is being run, for the sandbox to set its yields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a call's handler runs, handed down to its guest.
+#[derive(Debug)]
 pub enum Lane {
-    /// In its own task on a multi-thread runtime, or on the spill workers.
+    /// In its own task on a multi-thread runtime, or on the spill workers:
+    /// the guest runs in place.
     Pooled,
-    /// On the thread that reads requests, until it first waits.
-    Inline,
+    /// On the serving thread, holding the inline lane: the guest starts
+    /// here and moves to the spill workers at its first wait.
+    Inline(InlineSlot),
+}
+
+impl Lane {
+    /// Whether the call's guest starts on the serving thread.
+    pub fn is_inline(&self) -> bool {
+        matches!(self, Lane::Inline(_))
+    }
 }
 
 impl Lanes {
@@ -57,16 +66,16 @@ impl Lanes {
         }
     }
 
-    /// Run `call` (made by `make` for the lane it will start on) to its end:
-    /// inline if no other call runs inline, continuing on the spill workers
-    /// from its first wait; on the spill workers at once otherwise.
-    /// Dropping the returned future drops the call wherever it is (a
-    /// spilled call is aborted on its worker).
+    /// Handle a call: `make` builds its handler for the lane it gets. With
+    /// spill workers, the handler runs here holding the inline lane if no
+    /// other call holds it, else it is spawned on the spill workers.
+    /// Dropping the returned future drops the handler wherever it is (a
+    /// spilled one is aborted on its worker).
     ///
     /// # Panics
     ///
-    /// Re-raises a panic of the call.
-    pub async fn run<F>(&self, make: impl FnOnce(Lane) -> F) -> F::Output
+    /// Re-raises a panic of the handler.
+    pub async fn handle<F>(&self, make: impl FnOnce(Lane) -> F) -> F::Output
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -79,21 +88,44 @@ impl Lanes {
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            let slot = InlineSlot(Arc::clone(&self.inline));
-            Inline {
-                state: State::Inline(Box::pin(make(Lane::Inline)), slot),
-                spill: spill.clone(),
-            }
-            .await
+            make(Lane::Inline(InlineSlot(Arc::clone(&self.inline)))).await
         } else {
             Spilled(spill.spawn(make(Lane::Pooled))).await
         }
     }
 
+    /// Run a call's guest (`guest`, made knowing whether it starts on the
+    /// serving thread) on `lane`: in place when pooled; when inline, here
+    /// until its first wait, then on the spill workers, freeing the lane.
+    /// Dropping the returned future drops the guest wherever it is.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises a panic of the guest.
+    pub async fn run_guest<F>(&self, lane: Lane, guest: impl FnOnce(bool) -> F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match (lane, &self.spill) {
+            (Lane::Inline(slot), Some(spill)) => {
+                Inline {
+                    state: State::Inline(Box::pin(guest(true)), slot),
+                    spill: spill.clone(),
+                }
+                .await
+            }
+            (lane, _) => {
+                drop(lane);
+                guest(false).await
+            }
+        }
+    }
+
     /// Run `work` (guest code that is not a tool call: a resource read, a
     /// prompt) on the spill workers when there are some, so it never holds
-    /// the thread that reads requests; else in place. Dropping the returned
-    /// future drops `work` wherever it is.
+    /// the serving thread; else in place. Dropping the returned future
+    /// drops `work` wherever it is.
     ///
     /// # Panics
     ///
@@ -109,25 +141,21 @@ impl Lanes {
         }
     }
 
-    /// The spill workers, for work that must run there whole (a reload,
-    /// which describes components in the sandbox).
-    pub fn spill(&self) -> Option<&Handle> {
-        self.spill.as_ref()
-    }
-
-    /// Start `work` off every call's path: on the spill workers when there
-    /// are some (the thread that reads requests stays free for the next
-    /// one), else as a task of the current runtime.
-    pub fn background(&self, work: impl Future<Output = ()> + Send + 'static) {
-        match &self.spill {
-            Some(spill) => drop(spill.spawn(work)),
-            None => drop(tokio::spawn(work)),
-        }
+    /// Start a call's after-work (dropping its store, making the next
+    /// instance) off its path: a task on this runtime that first lets the
+    /// tasks ready now run (the call's reply among them), so a call on the
+    /// serving thread is answered first and wakes no other thread.
+    pub fn after_call(work: impl Future<Output = ()> + Send + 'static) {
+        drop(tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            work.await;
+        }));
     }
 }
 
 /// Held while a call runs inline; frees the inline lane when dropped.
-struct InlineSlot(Arc<AtomicBool>);
+#[derive(Debug)]
+pub struct InlineSlot(Arc<AtomicBool>);
 
 impl Drop for InlineSlot {
     fn drop(&mut self) {
@@ -146,7 +174,7 @@ enum State<T> {
     Moving,
 }
 
-/// A call polled inline until it first returns `Pending`, then spawned on
+/// A guest polled inline until it first returns `Pending`, then spawned on
 /// the spill workers and awaited from here.
 struct Inline<T> {
     state: State<T>,
@@ -182,8 +210,8 @@ impl<T: Send + 'static> Future for Inline<T> {
     }
 }
 
-/// A call on the spill workers, aborted when this is dropped before it
-/// ends (the client cancelled, the server shut down).
+/// Work on the spill workers, aborted when this is dropped before it ends
+/// (the client cancelled, the server shut down).
 struct Spilled<T>(JoinHandle<T>);
 
 impl<T> Future for Spilled<T> {
@@ -195,8 +223,7 @@ impl<T> Future for Spilled<T> {
             Poll::Ready(Err(error)) => match error.try_into_panic() {
                 Ok(panic) => std::panic::resume_unwind(panic),
                 // Only this handle aborts the task, and only when dropped;
-                // a runtime shutting down cancels it too, and by then the
-                // process is exiting.
+                // otherwise the runtime is shutting down with the process.
                 Err(_) => Poll::Pending,
             },
             Poll::Pending => Poll::Pending,
@@ -225,54 +252,94 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_lone_call_that_never_waits_runs_inline() {
         let workers = spill();
-        let lanes = Lanes::inline_first(workers.handle().clone());
+        let lanes = Arc::new(Lanes::inline_first(workers.handle().clone()));
         let here = std::thread::current().id();
-        let (lane, thread) = lanes
-            .run(|lane| async move { (lane, std::thread::current().id()) })
+        let inner = Arc::clone(&lanes);
+        let (inline, handler, guest) = lanes
+            .handle(move |lane| async move {
+                let handler = std::thread::current().id();
+                let inline = lane.is_inline();
+                let guest = inner
+                    .run_guest(lane, |_| async { std::thread::current().id() })
+                    .await;
+                (inline, handler, guest)
+            })
             .await;
-        assert_eq!(lane, Lane::Inline);
-        assert_eq!(thread, here);
+        assert!(inline);
+        assert_eq!((handler, guest), (here, here));
+        assert!(
+            !lanes.inline.load(Ordering::Acquire),
+            "the lane is free again"
+        );
         workers.shutdown_background();
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_call_moves_to_the_spill_workers_when_it_first_waits() {
+    async fn a_guest_moves_to_the_spill_workers_when_it_first_waits() {
         let workers = spill();
-        let lanes = Lanes::inline_first(workers.handle().clone());
+        let lanes = Arc::new(Lanes::inline_first(workers.handle().clone()));
         let here = std::thread::current().id();
-        let (before, after) = lanes
-            .run(|_| async move {
-                let before = std::thread::current().id();
-                tokio::task::yield_now().await;
-                (before, std::thread::current().id())
+        let inner = Arc::clone(&lanes);
+        let (before, after, handler_after) = lanes
+            .handle(move |lane| async move {
+                let (before, after) = inner
+                    .run_guest(lane, |inline| async move {
+                        assert!(inline);
+                        let before = std::thread::current().id();
+                        tokio::task::yield_now().await;
+                        (before, std::thread::current().id())
+                    })
+                    .await;
+                (before, after, std::thread::current().id())
             })
             .await;
         assert_eq!(before, here);
         assert_ne!(after, here);
-        // The lane is free again.
-        let lane = lanes.run(|lane| async move { lane }).await;
-        assert_eq!(lane, Lane::Inline);
+        // The handler itself stays; only the guest moved.
+        assert_eq!(handler_after, here);
         workers.shutdown_background();
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_call_that_arrives_while_one_runs_inline_is_spilled() {
+    async fn the_lane_is_free_once_the_guest_has_moved() {
+        let workers = spill();
+        let lanes = Arc::new(Lanes::inline_first(workers.handle().clone()));
+        let inner = Arc::clone(&lanes);
+        let observer = Arc::clone(&lanes);
+        let free_while_moved = lanes
+            .handle(move |lane| async move {
+                inner
+                    .run_guest(lane, move |_| async move {
+                        tokio::task::yield_now().await;
+                        // Now on a spill worker: the lane is free for the
+                        // next call.
+                        !observer.inline.load(Ordering::Acquire)
+                    })
+                    .await
+            })
+            .await;
+        assert!(free_while_moved);
+        workers.shutdown_background();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_that_arrives_while_one_runs_inline_is_handled_on_the_spill_workers() {
         let workers = spill();
         let lanes = Lanes::inline_first(workers.handle().clone());
         let here = std::thread::current().id();
         // As if a call ran inline (one that does cannot be interrupted to
         // start another on this thread).
         lanes.inline.store(true, Ordering::Release);
-        let (lane, thread) = lanes
-            .run(|lane| async move { (lane, std::thread::current().id()) })
+        let (inline, thread) = lanes
+            .handle(|lane| async move { (lane.is_inline(), std::thread::current().id()) })
             .await;
-        assert_eq!(lane, Lane::Pooled);
+        assert!(!inline);
         assert_ne!(thread, here);
         workers.shutdown_background();
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn dropping_a_spilled_call_aborts_it() {
+    async fn dropping_a_moved_guest_aborts_it() {
         let workers = spill();
         let lanes = Lanes::inline_first(workers.handle().clone());
         let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
@@ -285,21 +352,32 @@ mod tests {
             }
         }
         let signal = Signal(Some(dropped_tx));
-        let call = lanes.run(move |_| async move {
+        let slot = InlineSlot(Arc::clone(&lanes.inline));
+        lanes.inline.store(true, Ordering::Release);
+        let guest = lanes.run_guest(Lane::Inline(slot), move |_| async move {
             let _signal = signal;
             tokio::task::yield_now().await;
             std::future::pending::<()>().await;
         });
         // Poll it until it has moved, then drop it.
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), call).await;
-        dropped_rx.await.expect("the spilled call was dropped");
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), guest).await;
+        dropped_rx.await.expect("the moved guest was dropped");
         assert!(!lanes.inline.load(Ordering::Acquire));
         workers.shutdown_background();
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn without_spill_workers_a_call_runs_in_place() {
+    async fn without_spill_workers_everything_runs_in_place() {
         let lanes = Lanes::default();
-        assert_eq!(lanes.run(|lane| async move { lane }).await, Lane::Pooled);
+        let here = std::thread::current().id();
+        let inline = lanes.handle(|lane| async move { lane.is_inline() }).await;
+        assert!(!inline);
+        let thread = lanes
+            .run_guest(Lane::Pooled, |inline| async move {
+                assert!(!inline);
+                std::thread::current().id()
+            })
+            .await;
+        assert_eq!(thread, here);
     }
 }

@@ -35,8 +35,7 @@ use tokio_util::task::TaskTracker;
 use self::check::{Which, check_output, validate};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
-use self::lanes::Lane;
-pub use self::lanes::Lanes;
+pub use self::lanes::{Lane, Lanes};
 use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
 use crate::auth::{self, Access, Caller};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
@@ -93,6 +92,9 @@ pub struct CallContext<'a> {
     /// `[[callers]]` policy is matched against. `None`: no identity (stdio,
     /// the static token), and no policy applies.
     pub caller: Option<&'a Caller>,
+    /// Where the call's handler runs (`Lanes::handle`); `Lane::Pooled`
+    /// where there are no lanes.
+    pub lane: Lane,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -233,6 +235,12 @@ impl Dispatcher {
         self
     }
 
+    /// Where calls run: a transport hands each `tools/call` handler to
+    /// [`Lanes::handle`].
+    pub fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
     /// Cancel the calls in flight and refuse new ones, at once (the first
     /// step of [`Dispatcher::shutdown`], for a transport that must stop
     /// before it can wait).
@@ -360,6 +368,7 @@ impl Dispatcher {
             services,
             client: _,
             caller,
+            lane,
         } = context;
         self.admit(name)?;
         let access = auth::access(&config.callers, caller);
@@ -401,7 +410,7 @@ impl Dispatcher {
         let cancel = cancel.clone();
         let (mut report, permits) = self
             .lanes
-            .run(move |lane| async move {
+            .run_guest(lane, move |inline| async move {
                 let permits = permits;
                 let report = sandbox
                     .call(
@@ -414,7 +423,7 @@ impl Dispatcher {
                             grants,
                             events,
                             cancel: &cancel,
-                            inline: lane == Lane::Inline,
+                            inline,
                         },
                     )
                     .await;
@@ -427,7 +436,7 @@ impl Dispatcher {
         let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
-        self.lanes.background(async move {
+        Lanes::after_call(async move {
             drop(spent);
             drop(permits);
             sandbox.make_ready(&component.prepared, &limits).await;

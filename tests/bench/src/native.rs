@@ -173,6 +173,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     services: None,
                     client: &ClientId::default,
                     caller: None,
+                    lane: toolcage::dispatch::Lane::Pooled,
                 },
             )
             .await
@@ -247,6 +248,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                             }),
                             events: None,
                             cancel: &cancel,
+                            inline: false,
                         },
                     )
                     .await;
