@@ -235,18 +235,23 @@ impl Trust {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    let runtime = match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
+        Ok(runtime) => runtime,
+        Err(error) => return cannot_start(&error),
+    };
     // `serve` over stdio reads its options first: `stdio.one_thread`
     // decides which runtime it runs on.
-    let serve_options = match &cli.command {
-        Command::Serve { common, http: None } => Some(options(common)),
-        _ => None,
-    };
-    let ran = match serve_options {
-        Some(Ok(options)) if options.config.stdio.one_thread => run_on_one_thread(cli, options),
-        prepared => match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
-            Ok(runtime) => runtime.block_on(run(cli, prepared)),
-            Err(error) => return cannot_start(&error),
-        },
+    let ran = match &cli.command {
+        Command::Serve { common, http: None } => {
+            match runtime.block_on(async { options(common) }) {
+                Ok(options) if options.config.stdio.one_thread() => {
+                    drop(runtime);
+                    run_on_one_thread(cli, options)
+                }
+                prepared => runtime.block_on(run(cli, Some(prepared))),
+            }
+        }
+        _ => runtime.block_on(run(cli, None)),
     };
     match ran {
         Ok(code) => code,
@@ -278,7 +283,8 @@ fn cannot_start(error: &std::io::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `serve` over stdio with `stdio.one_thread`: one thread reads, runs and
+/// `serve` over stdio with `stdio.one_thread` (set, or by default on one
+/// CPU): one thread reads, runs and
 /// answers requests (a current-thread runtime, so handing a request from
 /// the reader to rmcp to the handler and back wakes no other core), and
 /// calls that overlap go to a pool of workers (`toolcage::dispatch::Lanes`).

@@ -1,11 +1,12 @@
-"""Calls that overlap, over stdio, in both of its thread layouts: the
-default (a multi-thread runtime, each call its own task) and
-`stdio.one_thread` (one thread reads and answers requests and runs a lone
+"""Calls that overlap, over stdio, in both of its thread layouts: a
+multi-thread runtime, each call its own task (the default where the server
+may use several CPUs), and `stdio.one_thread` (the default on one CPU: one thread reads and answers requests and runs a lone
 call itself; a call that runs long moves to the worker threads at its first
 yield, and calls that overlap it run there: `runtime/src/dispatch/lanes.rs`).
 Whatever runs, a quick request is still read and answered: no guest holds
 the serving thread."""
 
+import os
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ LAYOUTS = ["pool", "one_thread"]
 
 
 def configure(setup, layout: str, extra: str = "") -> None:
-    stdio = "[stdio]\none_thread = true\n" if layout == "one_thread" else ""
+    stdio = f"[stdio]\none_thread = {'true' if layout == 'one_thread' else 'false'}\n"
     setup.write_config(CONFIG + extra + stdio)
 
 
@@ -69,6 +70,25 @@ def test_the_layout_is_the_one_configured(setup, layout):
     else:
         assert not {"toolcage-serve", "toolcage-call"} & names, names
     raw.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell the defaults apart")
+def test_by_default_one_thread_serves_exactly_when_one_cpu_is_usable(setup):
+    setup.add("time")
+    cpus = os.sched_getaffinity(0)
+    layouts = {}
+    for name, allowed in [("all", cpus), ("one", {min(cpus)})]:
+        # The server inherits this process's affinity mask.
+        os.sched_setaffinity(0, allowed)
+        try:
+            raw = RawServer(setup, log=LOG)
+        finally:
+            os.sched_setaffinity(0, cpus)
+        raw.initialize()
+        assert not raw.call("get_current_time", {"timezone": "UTC"}).get("isError")
+        layouts[name] = "toolcage-serve" in thread_names(raw)
+        raw.close()
+    assert layouts == {"all": False, "one": True}, layouts
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -224,10 +224,12 @@ pub struct StdioLimits {
     /// Bytes of replies waiting to be written; past it, reading pauses.
     pub max_pending_output: usize,
     /// Read, run and answer requests on one thread, calls that overlap
-    /// going to worker threads (`dispatch::Lanes`): lower latency for calls
-    /// one at a time, lower pipelined throughput (`docs/benchmarks.md`,
-    /// "Calls on one thread"). Read once, at start.
-    pub one_thread: bool,
+    /// going to worker threads (`dispatch::Lanes`). `None` (the default):
+    /// only when the process may use one CPU, where it wins on latency and
+    /// throughput alike; on more, it lowers latency for calls one at a
+    /// time and pipelined throughput with it (`docs/benchmarks.md`, "Calls
+    /// on one thread"). Read once, at start; see [`StdioLimits::one_thread`].
+    pub one_thread: Option<bool>,
 }
 
 impl Default for StdioLimits {
@@ -235,8 +237,18 @@ impl Default for StdioLimits {
         StdioLimits {
             max_requests_in_flight: 256,
             max_pending_output: 16 * 1024 * 1024,
-            one_thread: false,
+            one_thread: None,
         }
+    }
+}
+
+impl StdioLimits {
+    /// Whether to serve on one thread: as configured, else when this
+    /// process may run on one CPU only (its affinity mask or cgroup quota,
+    /// as `std::thread::available_parallelism` reads them).
+    pub fn one_thread(&self) -> bool {
+        self.one_thread
+            .unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() == 1))
     }
 }
 
@@ -628,7 +640,8 @@ mod tests {
         assert_eq!(config.server.max_pending_request_bytes, 8 * 1024 * 1024);
         assert_eq!(config.stdio.max_requests_in_flight, 16);
         assert_eq!(config.stdio.max_pending_output, 2 * 1024 * 1024);
-        assert!(config.stdio.one_thread);
+        assert_eq!(config.stdio.one_thread, Some(true));
+        assert_eq!(Config::default().stdio.one_thread, None);
         assert_eq!(
             (config.http.idle_timeout_ms, config.http.body_timeout_ms),
             (1000, 2000)

@@ -305,7 +305,7 @@ impl RawStdio {
         )? {
             limits.max_pending_output = usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
         }
-        limits.one_thread = self.one_thread.unwrap_or(false);
+        limits.one_thread = self.one_thread;
         Ok(limits)
     }
 }

@@ -142,14 +142,20 @@ impl Lanes {
     }
 
     /// Start a call's after-work (dropping its store, making the next
-    /// instance) off its path: a task on this runtime that first lets the
-    /// tasks ready now run (the call's reply among them), so a call on the
-    /// serving thread is answered first and wakes no other thread.
-    pub fn after_call(work: impl Future<Output = ()> + Send + 'static) {
-        drop(tokio::spawn(async move {
-            tokio::task::yield_now().await;
-            work.await;
-        }));
+    /// instance) off its path, as a task of this runtime. For a call
+    /// handled inline, that task first lets the tasks ready now run (the
+    /// call's reply among them), so the reply goes out first and no other
+    /// thread is woken; otherwise it starts at once, as any task, so the
+    /// store and its instance slot are freed as early as possible.
+    pub fn after_call(inline: bool, work: impl Future<Output = ()> + Send + 'static) {
+        if inline {
+            drop(tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                work.await;
+            }));
+        } else {
+            drop(tokio::spawn(work));
+        }
     }
 }
 

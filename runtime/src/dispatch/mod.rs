@@ -408,6 +408,7 @@ impl Dispatcher {
         let tool_name = name.to_owned();
         let arguments_bytes = arguments_text.len();
         let cancel = cancel.clone();
+        let handled_inline = lane.is_inline();
         let (mut report, permits) = self
             .lanes
             .run_guest(lane, move |inline| async move {
@@ -436,7 +437,7 @@ impl Dispatcher {
         let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
-        Lanes::after_call(async move {
+        Lanes::after_call(handled_inline, async move {
             drop(spent);
             drop(permits);
             sandbox.make_ready(&component.prepared, &limits).await;
