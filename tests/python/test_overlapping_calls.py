@@ -17,9 +17,18 @@ from conftest import RawServer, call_request, read_journal
 LAYOUTS = ["pool", "one_thread"]
 
 
-def configure(setup, layout: str, extra: str = "") -> None:
+def configure(setup, layout: str, extra: str = "", deadline_ms: int = 4000) -> None:
     stdio = f"[stdio]\none_thread = {'true' if layout == 'one_thread' else 'false'}\n"
-    setup.write_config(CONFIG + extra + stdio)
+    setup.write_config(CONFIG.format(deadline_ms=deadline_ms) + extra + stdio)
+
+
+def start_spinning_server(setup, layout: str, extra: str = "", deadline_ms: int = 4000) -> RawServer:
+    setup.add("time")
+    setup.add("misbehave")
+    configure(setup, layout, extra, deadline_ms)
+    raw = RawServer(setup, log=LOG)
+    raw.initialize()
+    return raw
 
 
 def thread_names(raw: RawServer) -> set:
@@ -29,7 +38,7 @@ def thread_names(raw: RawServer) -> set:
 CONFIG = """
 [tools.spin]
 fuel = 1000000000000
-deadline_ms = 4000
+deadline_ms = {deadline_ms}
 """
 
 LOG = "info,toolcage::dispatch=debug,rmcp=warn"
@@ -93,17 +102,12 @@ def test_by_default_one_thread_serves_exactly_when_one_cpu_is_usable(setup):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setup, layout):
-    setup.add("time")
-    setup.add("misbehave")
-    configure(setup, layout)
-    raw = RawServer(setup, log=LOG)
-    raw.initialize()
-    # The spinning call is alone, so it starts on the serving thread; at its
-    # first yield it moves off it. Two hundred requests one after another
-    # are then answered before it ends: were it still on the serving thread,
-    # each would wait for it to yield there (and for the thread to look at
-    # its input between yields), hundreds of times longer than the requests
-    # take.
+    raw = start_spinning_server(setup, layout)
+    # With one thread the spinning call is alone, so it starts on the
+    # serving thread, and moves off it at its first yield. Two hundred
+    # requests one after another are then answered before it ends: a guest
+    # that held the serving thread (never yielding there) would keep every
+    # one of them waiting until its deadline.
     raw.send(call_request(1, "spin", {}))
     wait_running(setup, "spin", 1)
     raw.next_id = 100
@@ -124,11 +128,7 @@ def test_requests_after_a_lone_long_call_are_served_as_if_it_were_not_there(setu
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup, layout):
-    setup.add("time")
-    setup.add("misbehave")
-    configure(setup, layout)
-    raw = RawServer(setup, log=LOG)
-    raw.initialize()
+    raw = start_spinning_server(setup, layout)
     spins = set(range(1, 6))
     for i in spins:
         raw.send(call_request(i, "spin", {}))
@@ -151,13 +151,9 @@ def test_quick_calls_are_answered_while_more_long_calls_than_cores_spin(setup, l
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_cancelled_long_call_is_stopped_and_journaled(setup, tmp_path, layout):
-    setup.add("time")
-    setup.add("misbehave")
     log = tmp_path / "journal.jsonl"
-    configure(setup, layout, f'\n[journal]\npath = "{log}"\n')
-    setup.write_config(setup.config.read_text().replace("deadline_ms = 4000", "deadline_ms = 60000"))
-    raw = RawServer(setup, log=LOG)
-    raw.initialize()
+    # Without cancellation it would spin for a minute.
+    raw = start_spinning_server(setup, layout, f'\n[journal]\npath = "{log}"\n', deadline_ms=60_000)
     raw.send(call_request(1, "spin", {}))
     wait_running(setup, "spin", 1)
     raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
