@@ -141,20 +141,35 @@ impl Lanes {
         }
     }
 
-    /// Start a call's after-work (dropping its store, making the next
-    /// instance) off its path, as a task of this runtime. For a call
-    /// handled inline, that task first lets the tasks ready now run (the
-    /// call's reply among them), so the reply goes out first and no other
-    /// thread is woken; otherwise it starts at once, as any task, so the
-    /// store and its instance slot are freed as early as possible.
-    pub fn after_call(inline: bool, work: impl Future<Output = ()> + Send + 'static) {
-        if inline {
-            drop(tokio::spawn(async move {
-                tokio::task::yield_now().await;
-                work.await;
-            }));
-        } else {
-            drop(tokio::spawn(work));
+    /// Start a call's after-work off its path, as tasks: `teardown` (drop
+    /// its store, then its permits: host work) and then `guest` (make the
+    /// component's next instance, which runs guest code: its
+    /// constructors). For a call handled inline, teardown waits until the
+    /// tasks ready now have run (the call's reply among them), so calls one
+    /// at a time are answered first and wake no other thread for it; the
+    /// guest part then goes to the spill workers, since guest code never
+    /// runs on the serving thread but as an inline call. Otherwise both
+    /// start at once, where the call ran, so the store and its instance
+    /// slot are freed as early as possible.
+    pub fn after_call(
+        &self,
+        inline: bool,
+        teardown: impl FnOnce() + Send + 'static,
+        guest: impl Future<Output = ()> + Send + 'static,
+    ) {
+        match (&self.spill, inline) {
+            (Some(spill), true) => {
+                let spill = spill.clone();
+                drop(tokio::spawn(async move {
+                    tokio::task::yield_now().await;
+                    teardown();
+                    drop(spill.spawn(guest));
+                }));
+            }
+            _ => drop(tokio::spawn(async move {
+                teardown();
+                guest.await;
+            })),
         }
     }
 }

@@ -437,11 +437,14 @@ impl Dispatcher {
         let spent = std::mem::replace(&mut report.spent, crate::call::Spent::none());
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
-        Lanes::after_call(handled_inline, async move {
-            drop(spent);
-            drop(permits);
-            sandbox.make_ready(&component.prepared, &limits).await;
-        });
+        self.lanes.after_call(
+            handled_inline,
+            move || {
+                drop(spent);
+                drop(permits);
+            },
+            async move { sandbox.make_ready(&component.prepared, &limits).await },
+        );
         Ok(settle(&tool, report, &policy.limits, arguments_bytes, record).await)
     }
 
