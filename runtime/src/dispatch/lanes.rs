@@ -110,7 +110,7 @@ impl Lanes {
         match (lane, &self.spill) {
             (Lane::Inline(slot), Some(spill)) => {
                 Inline {
-                    state: State::Inline(Box::pin(guest(true)), slot),
+                    state: State::Inline(Box::pin(guest(true)), Some(slot)),
                     spill: spill.clone(),
                 }
                 .await
@@ -141,34 +141,40 @@ impl Lanes {
         }
     }
 
-    /// Start a call's after-work off its path, as tasks: `teardown` (drop
-    /// its store, then its permits: host work) and then `guest` (make the
-    /// component's next instance, which runs guest code: its
-    /// constructors). For a call handled inline, teardown waits until the
-    /// tasks ready now have run (the call's reply among them), so calls one
-    /// at a time are answered first and wake no other thread for it; the
-    /// guest part then goes to the spill workers, since guest code never
-    /// runs on the serving thread but as an inline call. Otherwise both
-    /// start at once, where the call ran, so the store and its instance
-    /// slot are freed as early as possible.
-    pub fn after_call(
+    /// Start a call's after-work off its path, as a task: `teardown` (drop
+    /// its store, then its permits) and then `guest` (make the component's
+    /// next instance, made knowing whether it starts on the serving thread:
+    /// it runs the component's constructors). For a call handled inline,
+    /// the task first lets the tasks ready now run (the call's reply among
+    /// them), so calls one at a time are answered first and wake no other
+    /// thread; its guest part runs there as an inline guest does, moving to
+    /// the spill workers at its first wait. Otherwise it starts at once,
+    /// where the call ran, so the store and its instance slot are freed as
+    /// early as possible.
+    pub fn after_call<F>(
         &self,
         inline: bool,
         teardown: impl FnOnce() + Send + 'static,
-        guest: impl Future<Output = ()> + Send + 'static,
-    ) {
+        guest: impl FnOnce(bool) -> F + Send + 'static,
+    ) where
+        F: Future<Output = ()> + Send + 'static,
+    {
         match (&self.spill, inline) {
             (Some(spill), true) => {
                 let spill = spill.clone();
                 drop(tokio::spawn(async move {
                     tokio::task::yield_now().await;
                     teardown();
-                    drop(spill.spawn(guest));
+                    Inline {
+                        state: State::Inline(Box::pin(guest(true)), None),
+                        spill,
+                    }
+                    .await;
                 }));
             }
             _ => drop(tokio::spawn(async move {
                 teardown();
-                guest.await;
+                guest(false).await;
             })),
         }
     }
@@ -187,8 +193,9 @@ impl Drop for InlineSlot {
 type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 enum State<T> {
-    /// Polled on this thread; the slot frees the lane when it ends or moves.
-    Inline(Boxed<T>, InlineSlot),
+    /// Polled on this thread; the slot (if it holds the lane) frees the
+    /// lane when it ends or moves.
+    Inline(Boxed<T>, Option<InlineSlot>),
     /// Moved to the spill workers.
     Moved(Spilled<T>),
     /// Taken out while moving.

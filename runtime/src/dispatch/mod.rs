@@ -443,7 +443,11 @@ impl Dispatcher {
                 drop(spent);
                 drop(permits);
             },
-            async move { sandbox.make_ready(&component.prepared, &limits).await },
+            move |inline| async move {
+                sandbox
+                    .make_ready(&component.prepared, &limits, inline)
+                    .await;
+            },
         );
         Ok(settle(&tool, report, &policy.limits, arguments_bytes, record).await)
     }

@@ -509,8 +509,9 @@ impl Sandbox {
     /// Make an instance of `component` ahead of its next call, under
     /// `limits` (the last caller's), if the component may have one and a
     /// ready slot is free; else nothing. Run it after a call, off that
-    /// call's path.
-    pub async fn make_ready(&self, component: &Prepared, limits: &Limits) {
+    /// call's path; `inline`: on the thread that reads requests, so it
+    /// yields every [`INLINE_YIELD_FUEL`] as an inline call does.
+    pub async fn make_ready(&self, component: &Prepared, limits: &Limits, inline: bool) {
         if !component.ready.wants_more() {
             return;
         }
@@ -518,6 +519,7 @@ impl Sandbox {
             return;
         };
         let mut run = self.bare(limits);
+        run.yield_fuel = inline.then_some(INLINE_YIELD_FUEL);
         let never = CancellationToken::new();
         let started = Instant::now();
         let instance = match &component.kind {
