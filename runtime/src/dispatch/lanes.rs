@@ -109,11 +109,7 @@ impl Lanes {
     {
         match (lane, &self.spill) {
             (Lane::Inline(slot), Some(spill)) => {
-                Inline {
-                    state: State::Inline(Box::pin(guest(true)), Some(slot)),
-                    spill: spill.clone(),
-                }
-                .await
+                Inline::new(guest(true), Some(slot), spill.clone()).await
             }
             (lane, _) => {
                 drop(lane);
@@ -165,11 +161,7 @@ impl Lanes {
                 drop(tokio::spawn(async move {
                     tokio::task::yield_now().await;
                     teardown();
-                    Inline {
-                        state: State::Inline(Box::pin(guest(true)), None),
-                        spill,
-                    }
-                    .await;
+                    Inline::new(guest(true), None, spill).await;
                 }));
             }
             _ => drop(tokio::spawn(async move {
@@ -207,6 +199,21 @@ enum State<T> {
 struct Inline<T> {
     state: State<T>,
     spill: Handle,
+}
+
+impl<T: Send + 'static> Inline<T> {
+    /// `guest`, polled here until its first wait; `slot`, if it holds the
+    /// inline lane, is freed when the guest ends or moves.
+    fn new(
+        guest: impl Future<Output = T> + Send + 'static,
+        slot: Option<InlineSlot>,
+        spill: Handle,
+    ) -> Self {
+        Inline {
+            state: State::Inline(Box::pin(guest), slot),
+            spill,
+        }
+    }
 }
 
 impl<T: Send + 'static> Future for Inline<T> {
