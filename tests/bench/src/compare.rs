@@ -8,6 +8,11 @@
 //! quiet (or busy) moment. Every measurement starts a fresh server, over
 //! stdio. A figure is the median over the rounds; a ratio is a server's
 //! median over the first server's.
+//!
+//! A server may name an operation's tool differently (wassette's
+//! filesystem example serves `read-file` where the reference serves
+//! `read_text_file`): `--tool-name LABEL:TOOL=NAME` makes server LABEL
+//! called with NAME, the same arguments, wherever the operation says TOOL.
 
 use anyhow::{Context as _, bail, ensure};
 use serde_json::{Value, json};
@@ -22,6 +27,8 @@ pub struct Contender {
     pub label: String,
     /// How to start it.
     pub command: ServerCommand,
+    /// Operation tool → the name this server serves it under.
+    pub tool_names: Vec<(String, String)>,
 }
 
 impl Contender {
@@ -43,8 +50,45 @@ impl Contender {
                 argv,
                 stderr: stderr.map(std::path::Path::to_path_buf),
             },
+            tool_names: Vec::new(),
         })
     }
+
+    /// The name this server serves `tool` under.
+    fn tool_name<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.tool_names
+            .iter()
+            .find(|(from, _)| from == tool)
+            .map_or(tool, |(_, to)| to)
+    }
+}
+
+/// Apply `--tool-name LABEL:TOOL=NAME` options to the servers.
+///
+/// # Errors
+///
+/// A malformed option, or a label no `--server` has.
+pub fn rename_tools(contenders: &mut [Contender], options: &[String]) -> anyhow::Result<()> {
+    for option in options {
+        let parsed = option
+            .split_once(':')
+            .and_then(|(label, rest)| rest.split_once('=').map(|(from, to)| (label, from, to)));
+        let Some((label, from, to)) =
+            parsed.filter(|(l, f, t)| !l.is_empty() && !f.is_empty() && !t.is_empty())
+        else {
+            bail!(
+                "--tool-name `{option}` is not LABEL:TOOL=NAME, like 'wassette:read_text_file=read-file'"
+            );
+        };
+        let contender = contenders
+            .iter_mut()
+            .find(|c| c.label == label)
+            .with_context(|| {
+                format!("--tool-name `{option}`: no --server is labelled `{label}`")
+            })?;
+        contender.tool_names.push((from.to_owned(), to.to_owned()));
+    }
+    Ok(())
 }
 
 /// One operation: a tool and its arguments.
@@ -53,7 +97,6 @@ pub struct Operation {
     pub tool: String,
     /// The arguments, a JSON object.
     pub arguments: Value,
-    call: CallTemplate,
 }
 
 impl Operation {
@@ -71,11 +114,9 @@ impl Operation {
         if !arguments.is_object() {
             bail!("--op `{text}`: the arguments must be a JSON object");
         }
-        let call = CallTemplate::new(tool, &arguments)?;
         Ok(Operation {
             tool: tool.to_owned(),
             arguments,
-            call,
         })
     }
 }
@@ -131,6 +172,19 @@ pub async fn side_by_side(
         "give at least one --op TOOL=JSON (or --startup)"
     );
     let n = contenders.len();
+    // calls[op][server]: the request each server gets for each operation.
+    let calls = operations
+        .iter()
+        .map(|op| {
+            contenders
+                .iter()
+                .map(|c| {
+                    let name = c.tool_name(&op.tool);
+                    CallTemplate::new(name, &op.arguments).map(|call| (name.to_owned(), call))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     // figures[op][server]
     let mut figures = vec![vec![Figures::default(); n]; operations.len()];
     let mut startup = vec![StartupFigures::default(); n];
@@ -140,7 +194,8 @@ pub async fn side_by_side(
         for (o, op) in operations.iter().enumerate() {
             for &s in &order {
                 let c = &contenders[s];
-                let run = latency_run(&c.command, &op.tool, &op.call, plan.calls, plan.warmup)
+                let (tool, call) = &calls[o][s];
+                let run = latency_run(&c.command, tool, call, plan.calls, plan.warmup)
                     .await
                     .with_context(|| format!("`{}` latency of `{}`", c.label, op.tool))?;
                 figures[o][s].p50_us.push(us(run.latency.p50_ns));
@@ -149,10 +204,11 @@ pub async fn side_by_side(
             if plan.throughput_calls > 0 {
                 for &s in &order {
                     let c = &contenders[s];
+                    let (tool, call) = &calls[o][s];
                     let run = throughput_run(
                         &c.command,
-                        &op.tool,
-                        &op.call,
+                        tool,
+                        call,
                         plan.throughput_calls,
                         plan.warmup,
                         plan.in_flight,
@@ -228,7 +284,14 @@ pub async fn side_by_side(
     if as_json {
         let servers: Vec<Value> = contenders
             .iter()
-            .map(|c| json!({"label": c.label, "command": c.command.argv}))
+            .map(|c| {
+                let names: serde_json::Map<String, Value> = c
+                    .tool_names
+                    .iter()
+                    .map(|(from, to)| (from.clone(), Value::from(to.as_str())))
+                    .collect();
+                json!({"label": c.label, "command": c.command.argv, "tool_names": names})
+            })
             .collect();
         let rows: Vec<Value> = rows
             .iter()
@@ -275,6 +338,9 @@ pub async fn side_by_side(
             c.label,
             c.command.argv.join(" ")
         );
+        for (from, to) in &c.tool_names {
+            println!("  (serves `{from}` as `{to}`)");
+        }
     }
     println!();
     let mut header = format!("{:<18}{:<28}", "operation", "figure (median)");

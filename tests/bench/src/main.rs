@@ -173,6 +173,10 @@ struct SideBySideArgs {
     /// An operation: `TOOL=JSON` arguments. Repeat.
     #[arg(long = "op", value_name = "TOOL=JSON")]
     ops: Vec<String>,
+    /// Server LABEL serves the operations' TOOL under NAME (same
+    /// arguments). Repeat.
+    #[arg(long = "tool-name", value_name = "LABEL:TOOL=NAME")]
+    tool_names: Vec<String>,
     /// Timed sequential calls per latency run.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     calls: u64,
@@ -1111,11 +1115,12 @@ async fn drain_notifications(server: &mut Server, period: Duration) -> anyhow::R
 // ----------------------------------------------------------- side by side
 
 async fn side_by_side(args: SideBySideArgs) -> anyhow::Result<()> {
-    let contenders = args
+    let mut contenders = args
         .servers
         .iter()
         .map(|s| compare::Contender::parse(s, args.server_stderr.as_deref()))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    compare::rename_tools(&mut contenders, &args.tool_names)?;
     let operations = args
         .ops
         .iter()
