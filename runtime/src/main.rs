@@ -597,6 +597,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 },
                 caller: None,
                 lane: toolcage::dispatch::Lane::Pooled,
+                declared: None,
             };
             let output = host.dispatcher.call(&tool, Some(arguments), context).await;
             // The call's journal line is written before anything else happens.

@@ -48,6 +48,7 @@ use crate::call::{
 };
 use crate::call::{PendingAsk, PendingInput};
 use crate::catalog::ToolDescriptor;
+use crate::config::ClientNeeds;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, Lane, ServeError};
 use crate::grants::files::file_uri_path;
 use crate::journal::{CallerRecord, ClientId};
@@ -219,13 +220,18 @@ impl McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let stateless = is_stateless(&ctx);
         let client_roots = self.client_roots(&ctx.peer, stateless).await;
-        let capabilities = ctx
+        let declared = ctx
             .client_capabilities()
-            .map(|caps| Capabilities {
-                elicit: caps.elicitation.is_some(),
-                sample: caps.sampling.is_some(),
+            .map(|caps| ClientNeeds {
+                sampling: caps.sampling.is_some(),
+                elicitation: caps.elicitation.is_some(),
+                roots: caps.roots.is_some(),
             })
             .unwrap_or_default();
+        let capabilities = Capabilities {
+            elicit: declared.elicitation,
+            sample: declared.sampling,
+        };
         // 2026-07-28 calls replay with the answers so far (those in the signed
         // state plus the ones this retry brings), bound to the call by a
         // digest of tool and arguments. Older clients are asked directly, so
@@ -272,6 +278,10 @@ impl McpServer {
                     client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
                     caller: caller(&ctx),
                     lane,
+                    // A 2026-07-28 request declares what it offers with
+                    // itself, so a tool that needs more is refused as the
+                    // revision says (-32021, HTTP 400) before it runs.
+                    declared: stateless.then_some(declared),
                 },
             )
             .await;
@@ -298,6 +308,9 @@ impl McpServer {
                 format!("{error}; tools/list shows the tools this caller may use"),
                 None,
             )),
+            Err(error @ DispatchError::MissingClientCapability { missing, .. }) => {
+                Err(missing_capability(&error, missing))
+            }
         }
     }
 
@@ -685,6 +698,23 @@ fn method_not_found(method: &str) -> McpError {
 }
 
 /// The input-required result for a call that stopped on `pending`.
+/// The 2026-07-28 refusal of a call whose tool needs client capabilities
+/// the request did not declare: -32021, its `requiredCapabilities` a
+/// `ClientCapabilities` object keyed by what is missing (`{"sampling": {}}`),
+/// as the revision's schema defines it; rmcp answers it with HTTP 400.
+fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
+    let required: serde_json::Map<String, serde_json::Value> = missing
+        .names()
+        .into_iter()
+        .map(|name| (name.to_owned(), serde_json::json!({})))
+        .collect();
+    McpError::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        error.to_string(),
+        Some(serde_json::json!({ "requiredCapabilities": required })),
+    )
+}
+
 fn input_required(
     pending: PendingInput,
     digest: &str,

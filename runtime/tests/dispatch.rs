@@ -68,13 +68,17 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
                 client: &ClientId::default,
                 caller: None,
                 lane: toolcage::dispatch::Lane::Pooled,
+                declared: None,
             },
         )
         .await;
     let _ = std::fs::remove_dir_all(&dir);
     match outcome {
         Err(DispatchError::UnknownTool { name, .. }) => format!("unknown tool {name}"),
-        Err(error @ DispatchError::NotPermitted { .. }) => error.to_string(),
+        Err(
+            error @ (DispatchError::NotPermitted { .. }
+            | DispatchError::MissingClientCapability { .. }),
+        ) => error.to_string(),
         Ok(output) => {
             let text = output
                 .content

@@ -7,7 +7,7 @@ import pytest
 import mcp.types as types
 from mcp import Client, MCPError, stdio_client
 
-from conftest import LEGACY, MODERN, session, text_of
+from conftest import LEGACY, MODERN, read_journal, session, text_of, until
 
 pytestmark = pytest.mark.anyio
 
@@ -111,3 +111,70 @@ async def test_forged_request_state_is_refused(setup):
         # The genuine state works, and is bound to the arguments.
         ok = await client.call_tool("ask_user", {}, input_responses=answer, request_state=state)
         assert ok.structured_content["greeting"] == "Hello Eve, 1!"
+
+
+# `summarize` asks a question (elicitation), then samples.
+REQUIRES_BOTH = SAMPLING_ON + 'requires_client = ["sampling", "elicitation"]\n'
+
+
+async def test_a_modern_call_without_a_required_capability_is_refused_before_it_runs(setup, tmp_path):
+    setup.add("misbehave")
+    journal = tmp_path / "journal.jsonl"
+    setup.write_config(REQUIRES_BOTH + f'[journal]\npath = "{journal}"\n')
+    handler = elicitation("accept", {})
+    # The request declares elicitation, not sampling.
+    async with session(setup, MODERN, elicitation_callback=handler) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("summarize", {"text": "a long text"})
+        assert refused.value.code == -32021, refused.value.message
+        assert refused.value.data == {"requiredCapabilities": {"sampling": {}}}
+        assert "needs the client's sampling" in refused.value.message
+        # A tool that needs nothing more still runs for this client.
+        assert not (await client.call_tool("echo", {"text": "hi"})).is_error
+    # Nothing ran: the tool's first question was never asked.
+    assert handler.asked == []
+    # A request declaring neither lacks both.
+    async with session(setup, MODERN) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("summarize", {"text": "a long text"})
+        assert refused.value.code == -32021
+        assert refused.value.data == {"requiredCapabilities": {"sampling": {}, "elicitation": {}}}
+        assert "sampling and elicitation" in refused.value.message
+    await until(lambda: len(read_journal(journal)) >= 3)
+    entries = read_journal(journal)
+    summarize = [e for e in entries if e["tool"] == "summarize"]
+    assert [e["outcome"] for e in summarize] == ["refused", "refused"]
+    assert "does not declare sampling" in summarize[0]["message"]
+    # A client declaring both gets the whole call.
+    with open(setup.stderr_path, "a") as errlog:
+        async with Client(
+            stdio_client(setup.params(), errlog=errlog),
+            mode="auto",
+            elicitation_callback=elicitation("accept", {}),
+            sampling_callback=on_sample,
+            cache=None,
+        ) as client:
+            summary = await client.call_tool("summarize", {"text": "a long text"})
+            assert text_of(summary) == "summary: short"
+
+
+async def test_a_legacy_session_keeps_the_tool_error(setup):
+    # 2025-11-25 has no per-request capabilities to refuse against: the
+    # call runs, and the tool's first question gets the clear error.
+    setup.add("misbehave")
+    setup.write_config(REQUIRES_BOTH)
+    async with session(setup, LEGACY) as client:
+        result = await client.call_tool("summarize", {"text": "a long text"})
+        assert result.is_error and "does not support elicitation" in text_of(result)
+
+
+@pytest.mark.parametrize(
+    "entry,reason",
+    [('["telepathy"]', "is not a client capability"), ('"sampling"', "")],
+)
+def test_requires_client_must_name_client_capabilities(setup, entry, reason):
+    setup.add("misbehave")
+    setup.write_config(f"[tools.summarize]\nrequires_client = {entry}\n")
+    listed = setup.run()
+    assert listed.returncode != 0
+    assert "requires_client" in listed.stderr and reason in listed.stderr, listed.stderr

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Mode, Root};
+use super::{ClientNeeds, Mode, Root};
 use crate::grants::network::HostPattern;
 
 /// `value` if it lies in `lo..=hi`, else the error for `key`.
@@ -83,6 +83,24 @@ pub(super) fn parse_roots(raw: &[RawRoot], dir: &Path) -> Result<Vec<Root>, Fiel
         roots.push(grant);
     }
     Ok(roots)
+}
+
+/// `requires_client = [...]`, each entry a client capability's name.
+pub(super) fn parse_client_needs(entries: &[String]) -> Result<ClientNeeds, FieldError> {
+    let mut needs = ClientNeeds::default();
+    for (i, entry) in entries.iter().enumerate() {
+        if !needs.set(entry) {
+            return Err(FieldError::new(
+                format!("requires_client[{i}]"),
+                format!("{entry:?}"),
+                format!(
+                    "is not a client capability: use {}",
+                    ClientNeeds::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(needs)
 }
 
 /// `network = [...]`, each entry a host pattern.

@@ -269,6 +269,64 @@ pub struct Policy {
     /// The file that alone may provide this tool (`file = "x.wasm"`): a
     /// name as it appears in the tools folder, or an absolute path.
     pub file: Option<PathBuf>,
+    /// The client capabilities a call of this tool needs
+    /// (`requires_client`): a 2026-07-28 request that does not declare
+    /// them is refused before anything runs.
+    pub requires_client: ClientNeeds,
+}
+
+/// Client capabilities a tool needs to do its work: the client services it
+/// uses (sampling, elicitation) and the client's roots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientNeeds {
+    /// The client's model (`sampling/createMessage`).
+    pub sampling: bool,
+    /// Questions to the user (`elicitation/create`).
+    pub elicitation: bool,
+    /// The client's roots (`roots/list`).
+    pub roots: bool,
+}
+
+impl ClientNeeds {
+    /// The names `requires_client` accepts, each with its flag.
+    pub const NAMES: [&'static str; 3] = ["sampling", "elicitation", "roots"];
+
+    /// Whether nothing is needed.
+    pub fn is_empty(self) -> bool {
+        self == ClientNeeds::default()
+    }
+
+    /// What `self` needs that `declared` lacks.
+    #[must_use]
+    pub fn missing(self, declared: ClientNeeds) -> ClientNeeds {
+        ClientNeeds {
+            sampling: self.sampling && !declared.sampling,
+            elicitation: self.elicitation && !declared.elicitation,
+            roots: self.roots && !declared.roots,
+        }
+    }
+
+    /// Set the flag of capability `name`; `false` if the name is not one of
+    /// [`ClientNeeds::NAMES`].
+    pub fn set(&mut self, name: &str) -> bool {
+        match name {
+            "sampling" => self.sampling = true,
+            "elicitation" => self.elicitation = true,
+            "roots" => self.roots = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// The names of the capabilities set, in [`ClientNeeds::NAMES`] order.
+    pub fn names(self) -> Vec<&'static str> {
+        let flags = [self.sampling, self.elicitation, self.roots];
+        ClientNeeds::NAMES
+            .into_iter()
+            .zip(flags)
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect()
+    }
 }
 
 impl Policy {
@@ -441,6 +499,37 @@ mod tests {
         let config = parse("").expect("valid");
         assert_eq!(config.defaults, Policy::default());
         assert_eq!(config.limits_for("anything"), Limits::default());
+    }
+
+    #[test]
+    fn requires_client_names_capabilities_and_a_tool_list_replaces_the_default() {
+        let config = parse(
+            "[defaults]\nrequires_client = [\"roots\"]\n\n\
+             [tools.ask]\nrequires_client = [\"sampling\", \"elicitation\", \"sampling\"]\n\n\
+             [tools.free]\nrequires_client = []\n",
+        )
+        .expect("valid");
+        let ask = config.policy_for("ask").requires_client;
+        assert_eq!(ask.names(), ["sampling", "elicitation"]);
+        assert!(config.policy_for("free").requires_client.is_empty());
+        assert_eq!(
+            config.policy_for("other").requires_client.names(),
+            ["roots"]
+        );
+        // What a request lacks, of what the tool needs.
+        let declared = ClientNeeds {
+            elicitation: true,
+            roots: true,
+            ..ClientNeeds::default()
+        };
+        assert_eq!(ask.missing(declared).names(), ["sampling"]);
+        assert!(ask.missing(ask).is_empty());
+        let error = parse("[tools.x]\nrequires_client = [\"sampling\", \"telepathy\"]\n")
+            .expect_err("unknown capability");
+        assert!(
+            error.contains("requires_client[1]") && error.contains("not a client capability"),
+            "{error}"
+        );
     }
 
     #[test]

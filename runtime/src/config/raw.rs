@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::fields::{FieldError, RawRoot, parse_hosts, parse_roots, range};
+use super::fields::{FieldError, RawRoot, parse_client_needs, parse_hosts, parse_roots, range};
 use super::*;
 
 impl Config {
@@ -441,6 +441,7 @@ struct RawPolicy {
     pin: Option<String>,
     journal_arguments: Option<String>,
     file: Option<PathBuf>,
+    requires_client: Option<Vec<String>>,
 }
 
 /// An environment variable's source: a literal, toolcage's own variable,
@@ -542,6 +543,10 @@ impl RawPolicy {
                     .to_ascii_lowercase()
             }),
             journal_arguments,
+            requires_client: match &self.requires_client {
+                None => base.requires_client,
+                Some(names) => parse_client_needs(names)?,
+            },
             file: match &self.file {
                 None => None,
                 Some(file) if file.as_os_str().is_empty() => {

@@ -40,7 +40,7 @@ use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
 use crate::auth::{self, Access, Caller};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
 use crate::catalog::{FileStatus, LoadedTool, Registry};
-use crate::config::{Config, Limits, Policy};
+use crate::config::{ClientNeeds, Config, Limits, Policy};
 use crate::grants;
 use crate::journal::{ClientId, Journal};
 use crate::sandbox::{CallSpec, Checked, Sandbox};
@@ -95,6 +95,12 @@ pub struct CallContext<'a> {
     /// Where the call's handler runs (`Lanes::handle`); `Lane::Pooled`
     /// where there are no lanes.
     pub lane: Lane,
+    /// The client capabilities the request declared, where a tool that
+    /// needs more (`requires_client`) is refused before anything runs:
+    /// 2026-07-28 requests carry them. `None`: not checked (older
+    /// revisions, and the CLI: the services say what is missing when the
+    /// tool asks).
+    pub declared: Option<ClientNeeds>,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -121,6 +127,19 @@ pub enum DispatchError {
         name: String,
         /// The policy entry that applied; `None`: no entry matched.
         policy: Option<String>,
+    },
+    /// The tool needs client capabilities the request did not declare
+    /// (its `requires_client`); nothing ran.
+    #[error(
+        "tool `{name}` needs the client's {}, which this request does not declare in \
+         `io.modelcontextprotocol/clientCapabilities`; nothing was run",
+        .missing.names().join(" and ")
+    )]
+    MissingClientCapability {
+        /// The tool.
+        name: String,
+        /// What the request lacks.
+        missing: ClientNeeds,
     },
 }
 
@@ -349,7 +368,8 @@ impl Dispatcher {
         }
     }
 
-    /// The phases of a call, in order: admit, resolve, check the arguments,
+    /// The phases of a call, in order: admit, resolve, check the client's
+    /// declared capabilities against `requires_client`, check the arguments,
     /// confirm, acquire permits, run, settle. A phase that ends the call
     /// early returns a [`Stop`]; `settle` records a call that ran.
     async fn phases(
@@ -369,6 +389,7 @@ impl Dispatcher {
             client: _,
             caller,
             lane,
+            declared,
         } = context;
         self.admit(name)?;
         let access = auth::access(&config.callers, caller);
@@ -377,6 +398,24 @@ impl Dispatcher {
         // restricted caller's.
         let tool = self.resolve(name, matches!(access, Access::Everything))?;
         record.served_by(&tool.component);
+        if let Some(declared) = declared {
+            let missing = policy.requires_client.missing(declared);
+            if !missing.is_empty() {
+                return Err(Box::new(Stop {
+                    outcome: Outcome::Refused(
+                        format!(
+                            "the client does not declare {}",
+                            missing.names().join(" and ")
+                        )
+                        .into(),
+                    ),
+                    reply: Err(DispatchError::MissingClientCapability {
+                        name: name.to_owned(),
+                        missing,
+                    }),
+                }));
+            }
+        }
         let checked = self.check_parameters(&tool, arguments)?;
         let arguments_text = check_arguments(&tool, arguments).await?;
         // Before anything runs, and before taking a permit (a person may

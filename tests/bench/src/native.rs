@@ -174,6 +174,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     client: &ClientId::default,
                     caller: None,
                     lane: toolcage::dispatch::Lane::Pooled,
+                    declared: None,
                 },
             )
             .await
