@@ -23,6 +23,7 @@
 
 #![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -35,8 +36,9 @@ use rmcp::model::{
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, Prompt, PromptArgument, PromptMessage, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerInfo,
-    SetLevelRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam, Role, ServerCapabilities,
+    ServerInfo, SetLevelRequestParams, SubscribeRequestMethod, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -47,7 +49,7 @@ use crate::call::{
     Content, GuestEvent, LogLevel, PromptRole, RawPrompt, RawResource, RawTemplate, ResourceBody,
 };
 use crate::call::{PendingAsk, PendingInput};
-use crate::catalog::ToolDescriptor;
+use crate::catalog::{Catalog, ToolDescriptor};
 use crate::config::ClientNeeds;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, Lane, ServeError};
 use crate::grants::files::file_uri_path;
@@ -77,10 +79,24 @@ type SharedLevel = Arc<Mutex<Option<LoggingLevel>>>;
 /// `subscriptions/listen` streams that asked for tool-list changes.
 #[derive(Default)]
 pub struct Notifier {
-    peers: Mutex<Vec<(Peer<RoleServer>, SharedLevel)>>,
+    peers: Mutex<Vec<(Peer<RoleServer>, SharedLevel, Subscribed)>>,
     subscriptions: Mutex<Vec<(u64, SubscriptionSink)>>,
     next_subscription: std::sync::atomic::AtomicU64,
 }
+
+/// A URI as error messages quote it: at most 256 bytes of it.
+fn bounded(uri: &str) -> String {
+    crate::redact::truncate(uri, 256)
+}
+
+/// The resource URIs one initialize-era session subscribed to.
+type Subscribed = Arc<Mutex<BTreeSet<String>>>;
+
+/// Resource subscriptions one session may hold at once, and the longest URI
+/// one may name: past them, `resources/subscribe` is refused, so a client
+/// cannot grow the server's memory without bound.
+const MAX_SUBSCRIPTIONS: usize = 1024;
+const MAX_SUBSCRIBED_URI: usize = 8 * 1024;
 
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +121,7 @@ impl Notifier {
         let peers: Vec<_> = self
             .live_peers()
             .into_iter()
-            .map(|(peer, _)| peer)
+            .map(|(peer, _, _)| peer)
             .collect();
         for peer in peers {
             let _ = match kind {
@@ -144,7 +160,7 @@ impl Notifier {
     /// Send a warning to every initialize-era client whose log level lets it
     /// through. (2026-07-28 clients only get logs inside a request.)
     pub async fn warn(&self, message: &str) {
-        for (peer, level) in self.live_peers() {
+        for (peer, level, _) in self.live_peers() {
             let wanted = level
                 .lock()
                 .ok()
@@ -162,19 +178,73 @@ impl Notifier {
         }
     }
 
-    fn live_peers(&self) -> Vec<(Peer<RoleServer>, SharedLevel)> {
+    fn live_peers(&self) -> Vec<(Peer<RoleServer>, SharedLevel, Subscribed)> {
         match self.peers.lock() {
             Ok(mut peers) => {
-                peers.retain(|(peer, _)| !peer.is_transport_closed());
+                peers.retain(|(peer, _, _)| !peer.is_transport_closed());
                 peers.clone()
             }
             Err(_) => Vec::new(),
         }
     }
 
-    fn add_peer(&self, peer: Peer<RoleServer>, level: SharedLevel) {
+    fn add_peer(&self, peer: Peer<RoleServer>, level: SharedLevel, subscribed: Subscribed) {
         if let Ok(mut peers) = self.peers.lock() {
-            peers.push((peer, level));
+            peers.push((peer, level, subscribed));
+        }
+    }
+
+    /// After a reload from `previous` to `next`: tell every subscriber of a
+    /// resource whose serving component changed (another version, another
+    /// file, or none any more) with `notifications/resources/updated`:
+    /// initialize-era sessions that `resources/subscribe`d to it, and
+    /// 2026-07-28 listen streams whose accepted filter names it. What a
+    /// component's resource reads from its grants is not visible to the
+    /// host, so a change there is not noticed.
+    pub async fn resources_updated(&self, previous: &Catalog, next: &Catalog) {
+        let mut verdicts: std::collections::HashMap<String, bool> = Default::default();
+        let mut changed = |uri: &str| {
+            *verdicts.entry(uri.to_owned()).or_insert_with(|| {
+                let digest =
+                    |catalog: &Catalog| catalog.resource_component(uri).map(|c| c.digest.clone());
+                digest(previous) != digest(next)
+            })
+        };
+        let mut sends: Vec<(Peer<RoleServer>, String)> = Vec::new();
+        for (peer, _, subscribed) in self.live_peers() {
+            let uris: Vec<String> = match subscribed.lock() {
+                Ok(uris) => uris.iter().cloned().collect(),
+                Err(_) => continue,
+            };
+            sends.extend(
+                uris.into_iter()
+                    .filter(|uri| changed(uri))
+                    .map(|uri| (peer.clone(), uri)),
+            );
+        }
+        let sinks: Vec<SubscriptionSink> = match self.subscriptions.lock() {
+            Ok(subs) => subs.iter().map(|(_, sink)| sink.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut sink_sends: Vec<(SubscriptionSink, String)> = Vec::new();
+        for sink in sinks {
+            let uris = sink
+                .accepted()
+                .resource_subscriptions
+                .clone()
+                .unwrap_or_default();
+            sink_sends.extend(
+                uris.into_iter()
+                    .filter(|uri| changed(uri))
+                    .map(|uri| (sink.clone(), uri)),
+            );
+        }
+        for (peer, uri) in sends {
+            let param = ResourceUpdatedNotificationParam::new(uri);
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_resource_updated(param)).await;
+        }
+        for (sink, uri) in sink_sends {
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, sink.notify_resource_updated(uri)).await;
         }
     }
 
@@ -208,6 +278,9 @@ pub struct McpServer {
     client_roots: Arc<tokio::sync::Mutex<Option<Vec<PathBuf>>>>,
     /// The transport's name, for the journal.
     transport: &'static str,
+    /// The resources this session subscribed to (`resources/subscribe`,
+    /// initialize-era sessions only).
+    subscribed: Subscribed,
 }
 
 impl McpServer {
@@ -328,6 +401,7 @@ impl McpServer {
             transport,
             log_level: Arc::new(Mutex::new(None)),
             client_roots: Arc::new(tokio::sync::Mutex::new(None)),
+            subscribed: Arc::default(),
         }
     }
 
@@ -402,6 +476,7 @@ impl ServerHandler for McpServer {
             .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_logging()
@@ -470,6 +545,90 @@ impl ServerHandler for McpServer {
             result = result.with_ttl_ms(LIST_TTL_MS);
         }
         Ok(result)
+    }
+
+    /// `resources/subscribe` (initialize-era sessions; 2026-07-28 clients
+    /// name resources in their `subscriptions/listen` filter instead, and
+    /// get method-not-found here, as that revision removed the method).
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            return Err(McpError::method_not_found::<SubscribeRequestMethod>());
+        }
+        let uri = request.uri;
+        let data = || Some(serde_json::json!({ "uri": uri }));
+        if uri.len() > MAX_SUBSCRIBED_URI {
+            return Err(McpError::invalid_params(
+                format!(
+                    "the URI is {} bytes, over the {MAX_SUBSCRIBED_URI}-byte limit",
+                    uri.len()
+                ),
+                None,
+            ));
+        }
+        if self
+            .dispatcher
+            .registry()
+            .snapshot()
+            .resource_component(&uri)
+            .is_none()
+        {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown resource `{}`: resources/list and resources/templates/list show what is served",
+                    bounded(&uri)
+                ),
+                data(),
+            ));
+        }
+        let mut subscribed = self
+            .subscribed
+            .lock()
+            .map_err(|_| McpError::internal_error("subscriptions unavailable", None))?;
+        if !subscribed.contains(&uri) && subscribed.len() >= MAX_SUBSCRIPTIONS {
+            return Err(McpError::invalid_params(
+                format!(
+                    "this session already holds {MAX_SUBSCRIPTIONS} resource subscriptions, the most it may; unsubscribe from one first"
+                ),
+                data(),
+            ));
+        }
+        subscribed.insert(uri);
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`: a URI this session is not subscribed to is
+    /// an invalid-params error (so a client learns its bookkeeping is off).
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            return Err(McpError::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        let removed = self
+            .subscribed
+            .lock()
+            .map_err(|_| McpError::internal_error("subscriptions unavailable", None))?
+            .remove(&request.uri);
+        if removed {
+            Ok(())
+        } else {
+            // Echo the URI only when it is one a subscription could name.
+            let data = (request.uri.len() <= MAX_SUBSCRIBED_URI)
+                .then(|| serde_json::json!({ "uri": request.uri }));
+            Err(McpError::invalid_params(
+                format!(
+                    "this session is not subscribed to `{}`",
+                    bounded(&request.uri)
+                ),
+                data,
+            ))
+        }
     }
 
     async fn read_resource(
@@ -570,8 +729,11 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        self.notifier
-            .add_peer(ctx.peer.clone(), Arc::clone(&self.log_level));
+        self.notifier.add_peer(
+            ctx.peer.clone(),
+            Arc::clone(&self.log_level),
+            Arc::clone(&self.subscribed),
+        );
         // Learn the roots early, so the first call does not wait for them.
         let _ = self.client_roots(&ctx.peer, false).await;
     }
@@ -580,7 +742,24 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        // Resource URIs are honoured as `resources/subscribe` takes them:
+        // served now, each and all of them bounded. The acknowledgment says
+        // which were accepted.
+        if let Some(uris) = accepted.resource_subscriptions.take() {
+            let catalog = self.dispatcher.registry().snapshot();
+            // Only the first MAX_SUBSCRIPTIONS named are looked at.
+            let served: BTreeSet<String> = uris
+                .into_iter()
+                .take(MAX_SUBSCRIPTIONS)
+                .filter(|uri| {
+                    uri.len() <= MAX_SUBSCRIBED_URI && catalog.resource_component(uri).is_some()
+                })
+                .collect();
+            accepted.resource_subscriptions =
+                (!served.is_empty()).then(|| served.into_iter().collect());
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {

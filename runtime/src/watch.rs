@@ -300,6 +300,11 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
             .zip(previous.tools.iter())
             .any(|((_, a), (_, b))| !Arc::ptr_eq(&a.spec, &b.spec));
     host.registry.replace(next);
+    // Subscribers of a resource whose serving component changed hear of
+    // it, whether or not the lists changed.
+    host.notifier
+        .resources_updated(&previous, &host.registry.snapshot())
+        .await;
     if summary.tools_changed {
         host.notifier.tools_changed().await;
     }

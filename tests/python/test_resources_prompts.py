@@ -8,7 +8,7 @@ import pytest
 from mcp import MCPError
 import mcp.types as types
 
-from conftest import ERAS, session, text_of
+from conftest import ERAS, LEGACY, MODERN, session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +147,129 @@ async def test_cli_list_shows_tool_only_and_full_components(setup):
     assert result.returncode == 0, result.stderr
     assert "test_simple_text" in result.stdout
     assert "get_current_time" in result.stdout
+
+
+# ---------------------------------------------------------------- subscriptions
+
+WATCHED = "test://watched-resource"
+TEMPLATED = "test://template/7/data"
+
+
+def rebuilt(data: bytes, mark: bytes) -> bytes:
+    """The same component with a custom section appended: other bytes (a new
+    digest, so a reload serves "another version"), the same behaviour."""
+    name = b"toolcage-test"
+    body = bytes([len(name)]) + name + mark
+    size, leb = len(body), b""
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        leb += bytes([byte | (0x80 if size else 0)])
+        if not size:
+            break
+    return data + b"\x00" + leb + body
+
+
+class Updates:
+    def __init__(self):
+        self.uris: list[str] = []
+
+    async def on_message(self, message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+
+    async def wait_for(self, n: int, timeout: float = 30):
+        import anyio
+
+        with anyio.fail_after(timeout):
+            while len(self.uris) < n:
+                await anyio.sleep(0.02)
+
+
+def replace_file(path, data: bytes):
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(data)
+    part.rename(path)
+
+
+# The SDK warns that 2026-07-28 removed these methods; these sessions are 2025-11-25.
+LEGACY_ONLY = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+@LEGACY_ONLY
+async def test_legacy_subscriptions_hear_of_a_reload_and_bad_requests_get_clear_errors(setup):
+    import anyio
+
+    setup.add("conformance")
+    component = next(setup.tools_dir.glob("*.wasm"))
+    original = component.read_bytes()
+    updates = Updates()
+    async with session(setup, LEGACY, message_handler=updates.on_message) as client:
+        assert client.initialize_result.capabilities.resources.subscribe is True
+        await client.subscribe_resource(WATCHED)
+        await client.subscribe_resource(TEMPLATED)  # a template's URI
+        await client.subscribe_resource(WATCHED)  # again: still one subscription
+        await client.subscribe_resource("test://static-text")
+        await client.unsubscribe_resource("test://static-text")
+        # Unknown resources, unsubscribing twice: invalid params, with the URI.
+        for bad in (
+            lambda: client.subscribe_resource("test://no-such-resource"),
+            lambda: client.unsubscribe_resource("test://static-text"),
+        ):
+            with pytest.raises(MCPError) as error:
+                await bad()
+            assert error.value.code == types.INVALID_PARAMS
+            assert error.value.data["uri"].startswith("test://")
+        with pytest.raises(MCPError) as error:
+            await client.subscribe_resource("test://" + "x" * 9000)
+        assert error.value.code == types.INVALID_PARAMS and "limit" in error.value.message
+        # A new version of the file serving them: one update per URI held.
+        replace_file(component, rebuilt(original, b"v2"))
+        await updates.wait_for(2)
+        await anyio.sleep(0.5)
+        assert sorted(updates.uris) == sorted([WATCHED, TEMPLATED])
+        # The file gone: served by nothing now, each subscriber is told.
+        component.unlink()
+        await updates.wait_for(4)
+        await anyio.sleep(0.5)
+        assert sorted(updates.uris[2:]) == sorted([WATCHED, TEMPLATED])
+        # Still serving requests.
+        assert (await client.list_resources()).resources == []
+
+
+@LEGACY_ONLY
+async def test_subscriptions_are_bounded_per_session(setup):
+    setup.add("conformance")
+    async with session(setup, LEGACY) as client:
+        for i in range(1024):
+            await client.subscribe_resource(f"test://template/{i}/data")
+        with pytest.raises(MCPError) as error:
+            await client.subscribe_resource("test://template/x/data")
+        assert error.value.code == types.INVALID_PARAMS and "1024" in error.value.message
+        # One already held is no new subscription, and a freed slot is usable.
+        await client.subscribe_resource("test://template/0/data")
+        await client.unsubscribe_resource("test://template/1/data")
+        await client.subscribe_resource("test://template/x/data")
+
+
+async def test_modern_clients_subscribe_on_their_listen_stream(setup):
+    from mcp.client.subscriptions import listen
+    import anyio
+
+    setup.add("conformance")
+    component = next(setup.tools_dir.glob("*.wasm"))
+    async with session(setup, MODERN) as client:
+        # The 2026-07-28 revision removed resources/subscribe.
+        with pytest.raises(MCPError) as error:
+            await client.send_request(
+                types.SubscribeRequest(params=types.SubscribeRequestParams(uri=WATCHED)),
+                types.EmptyResult,
+            )
+        assert error.value.code == types.METHOD_NOT_FOUND
+        requested = [WATCHED, "test://no-such-resource"]
+        async with listen(client, resource_subscriptions=requested) as subscription:
+            # Only what is served is honoured.
+            assert subscription.honored.resource_subscriptions == [WATCHED]
+            replace_file(component, rebuilt(component.read_bytes(), b"v2"))
+            with anyio.fail_after(30):
+                event = await anext(aiter(subscription))
+            assert WATCHED in str(event)
