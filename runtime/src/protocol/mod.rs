@@ -1,0 +1,694 @@
+//! MCP over rmcp: the only module that knows the wire format.
+//!
+//! [`McpServer`] implements rmcp's `ServerHandler` by hand over the
+//! [`Dispatcher`] (no `#[tool_router]`: the tool set is only known at run
+//! time). One server value serves one connection; rmcp decides per
+//! connection whether the client speaks an initialize-era revision
+//! (2025-06-18, 2025-11-25) or the stateless 2026-07-28 one, and
+//! `ctx.protocol_version()` tells each request which.
+//!
+//! The handler is here; the rooms beside it: `shape` (every mapping of a
+//! guest's descriptors and results to the wire, and the table of cases
+//! that pins it), `notify` (list changes, resource updates and warnings to
+//! clients) and `events` (a call's log and progress as notifications).
+//!
+//! What this layer adds to rmcp:
+//! - `logging/setLevel` is remembered per connection (rmcp answers -32601
+//!   otherwise); 2026-07-28 requests carry their level in `_meta` instead,
+//!   and without one they get no log notifications.
+//! - A known method with malformed params gets -32602 rather than rmcp's
+//!   default -32601 (rmcp parses those into its catch-all variant).
+//! - Guest `log`/`progress` calls become notifications, forwarded by a task
+//!   that is drained before the response is returned, so nothing about a
+//!   request arrives after its response.
+
+#![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
+
+mod events;
+mod notify;
+mod shape;
+
+pub use notify::{ListKind, Notifier};
+pub use shape::{to_mcp_result, to_mcp_tool};
+
+use events::{EventForwarder, from_mcp_level};
+use notify::{MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS, Subscribed, bounded};
+use shape::{input_required, to_mcp_prompt, to_mcp_resource, to_mcp_template};
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscribeRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+
+use crate::auth::{self, Caller};
+use crate::call::LogLevel;
+use crate::config::ClientNeeds;
+use crate::dispatch::{CallContext, DispatchError, Dispatcher, Lane, ServeError};
+use crate::grants::files::file_uri_path;
+use crate::journal::{CallerRecord, ClientId};
+use crate::services::{
+    self, Capabilities, PeerServices, ReplayServices, call_digest, verify_state,
+};
+
+/// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
+/// reload can change the set at any moment and change notifications only
+/// reach clients that subscribed.
+pub const LIST_TTL_MS: u64 = 5_000;
+
+/// How long to wait for one notification to be written. A client that
+/// stopped reading must not hold a finished call's response forever.
+pub(crate) const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long to wait for the client to answer `roots/list`.
+const ROOTS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A connection's requested log level, shared between its server and the
+/// notifier.
+pub(crate) type SharedLevel = Arc<Mutex<Option<LoggingLevel>>>;
+
+/// Serves MCP for one connection.
+#[derive(Clone)]
+pub struct McpServer {
+    dispatcher: Arc<Dispatcher>,
+    notifier: Arc<Notifier>,
+    /// The level an initialize-era client asked for with `logging/setLevel`.
+    log_level: SharedLevel,
+    /// The client's roots, once asked; `None` until then and after
+    /// `notifications/roots/list_changed`. An async mutex: a call waits
+    /// while the roots are being fetched, so it never runs on stale roots.
+    client_roots: Arc<tokio::sync::Mutex<Option<Vec<PathBuf>>>>,
+    /// The transport's name, for the journal.
+    transport: &'static str,
+    /// The resources this session subscribed to (`resources/subscribe`,
+    /// initialize-era sessions only).
+    subscribed: Subscribed,
+}
+
+impl McpServer {
+    /// `tools/call`, on the lane [`Lanes::handle`](crate::dispatch::Lanes::handle) gave it.
+    async fn handle_call(
+        &self,
+        mut request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+        lane: Lane,
+    ) -> Result<CallToolResponse, McpError> {
+        let stateless = is_stateless(&ctx);
+        let client_roots = self.client_roots(&ctx.peer, stateless).await;
+        let declared = ctx
+            .client_capabilities()
+            .map(|caps| ClientNeeds {
+                sampling: caps.sampling.is_some(),
+                elicitation: caps.elicitation.is_some(),
+                roots: caps.roots.is_some(),
+            })
+            .unwrap_or_default();
+        let capabilities = Capabilities {
+            elicit: declared.elicitation,
+            sample: declared.sampling,
+        };
+        // 2026-07-28 calls replay with the answers so far (those in the signed
+        // state plus the ones this retry brings), bound to the call by a
+        // digest of tool and arguments. Older clients are asked directly, so
+        // none of this is computed for them.
+        let (services, replay) = if stateless {
+            let arguments =
+                serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+            let owner = caller(&ctx).map(Caller::key);
+            let digest = call_digest(owner.as_deref(), &request.name, &arguments);
+            let mut answers = match &request.request_state {
+                Some(state) => verify_state(state, &digest)
+                    .map_err(|reason| McpError::invalid_params(reason, None))?,
+                None => std::collections::BTreeMap::new(),
+            };
+            answers.extend(request.input_responses.take().unwrap_or_default());
+            let replay = ReplayServices::new(answers.clone(), capabilities);
+            (services::shared(replay), Some((digest, answers)))
+        } else {
+            let peer_services = PeerServices {
+                peer: ctx.peer.clone(),
+                capabilities,
+            };
+            (services::shared(peer_services), None)
+        };
+        // The forwarder's task starts with the first event worth sending:
+        // most calls send none, and a task per call is a thread hand-off
+        // per call.
+        let forwarder = EventForwarder::new(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.wanted_log_level(&ctx),
+        );
+        let events = forwarder.sink();
+        let result = self
+            .dispatcher
+            .call(
+                &request.name,
+                request.arguments,
+                CallContext {
+                    events,
+                    cancel: &ctx.ct,
+                    client_roots: client_roots.as_deref(),
+                    services: Some(services),
+                    client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
+                    caller: caller(&ctx),
+                    lane,
+                    // A 2026-07-28 request declares what it offers with
+                    // itself, so a tool that needs more is refused as the
+                    // revision says (-32021, HTTP 400) before it runs.
+                    declared: stateless.then_some(declared),
+                },
+            )
+            .await;
+        // The sink's last clone went with the call's store; wait until every
+        // notification it queued is written, so none trails the response.
+        forwarder.finish().await;
+        match result {
+            Ok(mut output) => match (output.input_required.take(), &replay) {
+                (Some(pending), Some((digest, answers))) => {
+                    input_required(pending, digest, answers)
+                }
+                // Only replay stops a call for input.
+                (Some(_), None) => Err(McpError::internal_error(
+                    "a call stopped for input outside a 2026-07-28 request",
+                    None,
+                )),
+                (None, _) => Ok(to_mcp_result(output).into()),
+            },
+            Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
+                format!("{error}; call tools/list for the available tools"),
+                None,
+            )),
+            Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
+                format!("{error}; tools/list shows the tools this caller may use"),
+                None,
+            )),
+            Err(error @ DispatchError::MissingClientCapability { missing, .. }) => {
+                Err(missing_capability(&error, missing))
+            }
+        }
+    }
+
+    /// A server for one connection over `dispatcher` on `transport` (its
+    /// name, as the journal records it), registering with `notifier` for
+    /// tool-list changes.
+    pub fn new(
+        dispatcher: Arc<Dispatcher>,
+        notifier: Arc<Notifier>,
+        transport: &'static str,
+    ) -> Self {
+        McpServer {
+            dispatcher,
+            notifier,
+            transport,
+            log_level: Arc::new(Mutex::new(None)),
+            client_roots: Arc::new(tokio::sync::Mutex::new(None)),
+            subscribed: Arc::default(),
+        }
+    }
+
+    /// The client's roots, asking it with `roots/list` when not known yet;
+    /// `None` when the client does not declare the roots capability (or
+    /// speaks 2026-07-28, where roots are deprecated): the grants apply as
+    /// configured. If the client declares roots but cannot say what they
+    /// are, the answer is no roots at all: narrowing fails closed.
+    async fn client_roots(&self, peer: &Peer<RoleServer>, stateless: bool) -> Option<Vec<PathBuf>> {
+        if stateless {
+            return None;
+        }
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !declared {
+            return None;
+        }
+        let mut cached = self.client_roots.lock().await;
+        if let Some(roots) = cached.as_ref() {
+            return Some(roots.clone());
+        }
+        match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
+            Ok(Ok(result)) => {
+                let mut roots = Vec::with_capacity(result.roots.len());
+                for root in result.roots {
+                    match file_uri_path(&root.uri) {
+                        Some(path) => roots.push(path),
+                        None => {
+                            tracing::warn!(uri = %root.uri, "ignoring a client root that is not a local file:// URI")
+                        }
+                    }
+                }
+                tracing::info!(roots = ?roots, "client roots");
+                *cached = Some(roots.clone());
+                Some(roots)
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the client declares roots but roots/list failed; granting no files");
+                Some(Vec::new())
+            }
+            Err(_) => {
+                tracing::warn!("the client did not answer roots/list; granting no files");
+                Some(Vec::new())
+            }
+        }
+    }
+
+    /// The minimum level of guest log messages this request's client wants,
+    /// or `None` for none.
+    fn wanted_log_level(&self, ctx: &RequestContext<RoleServer>) -> Option<LogLevel> {
+        if is_stateless(ctx) {
+            // 2026-07-28: logging is opt-in per request, through `_meta`.
+            return ctx.meta.log_level().map(from_mcp_level);
+        }
+        // Initialize era: what `logging/setLevel` asked for, else `info` (the
+        // spec lets servers log before a level is set).
+        let level = self.log_level.lock().ok().and_then(|guard| *guard);
+        Some(level.map_or(LogLevel::Info, from_mcp_level))
+    }
+}
+
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerInfo {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_logging()
+            .build();
+        ServerInfo::new(capabilities)
+            .with_server_info(Implementation::new("toolcage", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run as sandboxed WebAssembly components: each call can reach only \
+                 what the operator granted, under CPU, memory and time limits.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let config = self.dispatcher.config();
+        let caller = caller(&ctx);
+        let access = auth::access(&config.callers, caller);
+        let tools = catalog
+            .tools
+            .iter()
+            .filter(|(name, _)| access.may_use(name))
+            .map(|(_, tool)| to_mcp_tool(&tool.spec.descriptor))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let resources = catalog
+            .resources
+            .values()
+            .map(|r| to_mcp_resource(&r.descriptor))
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let templates = catalog
+            .templates
+            .iter()
+            .map(|t| to_mcp_template(&t.descriptor.raw))
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    /// `resources/subscribe` (initialize-era sessions; 2026-07-28 clients
+    /// name resources in their `subscriptions/listen` filter instead, and
+    /// get method-not-found here, as that revision removed the method).
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            return Err(McpError::method_not_found::<SubscribeRequestMethod>());
+        }
+        let uri = request.uri;
+        let data = || Some(serde_json::json!({ "uri": uri }));
+        if uri.len() > MAX_SUBSCRIBED_URI {
+            return Err(McpError::invalid_params(
+                format!(
+                    "the URI is {} bytes, over the {MAX_SUBSCRIBED_URI}-byte limit",
+                    uri.len()
+                ),
+                None,
+            ));
+        }
+        if self
+            .dispatcher
+            .registry()
+            .snapshot()
+            .resource_component(&uri)
+            .is_none()
+        {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown resource `{}`: resources/list and resources/templates/list show what is served",
+                    bounded(&uri)
+                ),
+                data(),
+            ));
+        }
+        let mut subscribed = self
+            .subscribed
+            .lock()
+            .map_err(|_| McpError::internal_error("subscriptions unavailable", None))?;
+        if !subscribed.contains(&uri) && subscribed.len() >= MAX_SUBSCRIPTIONS {
+            return Err(McpError::invalid_params(
+                format!(
+                    "this session already holds {MAX_SUBSCRIPTIONS} resource subscriptions, the most it may; unsubscribe from one first"
+                ),
+                data(),
+            ));
+        }
+        subscribed.insert(uri);
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`: a URI this session is not subscribed to is
+    /// an invalid-params error (so a client learns its bookkeeping is off).
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            return Err(McpError::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        let removed = self
+            .subscribed
+            .lock()
+            .map_err(|_| McpError::internal_error("subscriptions unavailable", None))?
+            .remove(&request.uri);
+        if removed {
+            Ok(())
+        } else {
+            // Echo the URI only when it is one a subscription could name.
+            let data = (request.uri.len() <= MAX_SUBSCRIBED_URI)
+                .then(|| serde_json::json!({ "uri": request.uri }));
+            Err(McpError::invalid_params(
+                format!(
+                    "this session is not subscribed to `{}`",
+                    bounded(&request.uri)
+                ),
+                data,
+            ))
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let contents = self
+            .dispatcher
+            .read_resource(&request.uri, &ctx.ct)
+            .await
+            .map_err(|error| serve_error(error, Some(serde_json::json!({ "uri": request.uri }))))?;
+        Ok(shape::to_mcp_resource_result(contents, is_stateless(&ctx)).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let catalog = self.dispatcher.registry().snapshot();
+        let prompts = catalog
+            .prompts
+            .values()
+            .map(|p| to_mcp_prompt(&p.descriptor))
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        if is_stateless(&ctx) {
+            result = result.with_ttl_ms(LIST_TTL_MS);
+        }
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let output = self
+            .dispatcher
+            .get_prompt(&request.name, request.arguments, &ctx.ct)
+            .await
+            .map_err(|error| serve_error(error, None))?;
+        Ok(shape::to_mcp_prompt_result(output).into())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let catalog = self.dispatcher.registry().snapshot();
+        catalog
+            .tools
+            .get(name)
+            .map(|tool| to_mcp_tool(&tool.spec.descriptor))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // Here when no other call is on this thread (stdio), else on the
+        // spill workers; see `dispatch::Lanes`.
+        let this = self.clone();
+        self.dispatcher
+            .lanes()
+            .handle(move |lane| async move { this.handle_call(request, ctx, lane).await })
+            .await
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        self.notifier.add_peer(
+            ctx.peer.clone(),
+            Arc::clone(&self.log_level),
+            Arc::clone(&self.subscribed),
+        );
+        // Learn the roots early, so the first call does not wait for them.
+        let _ = self.client_roots(&ctx.peer, false).await;
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        // Resource URIs are honoured as `resources/subscribe` takes them:
+        // served now, each and all of them bounded. The acknowledgment says
+        // which were accepted.
+        if let Some(uris) = accepted.resource_subscriptions.take() {
+            let catalog = self.dispatcher.registry().snapshot();
+            // Only the first MAX_SUBSCRIPTIONS named are looked at.
+            let served: BTreeSet<String> = uris
+                .into_iter()
+                .take(MAX_SUBSCRIPTIONS)
+                .filter(|uri| {
+                    uri.len() <= MAX_SUBSCRIBED_URI && catalog.resource_component(uri).is_some()
+                })
+                .collect();
+            accepted.resource_subscriptions =
+                (!served.is_empty()).then(|| served.into_iter().collect());
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let id = self.notifier.add_subscription(subscription.sink().clone());
+        subscription.cancelled().await;
+        self.notifier.remove_subscription(id);
+        Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        *self.client_roots.lock().await = None;
+        let _ = self.client_roots(&ctx.peer, false).await;
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if is_stateless(&ctx) {
+            // Removed in 2026-07-28: the level travels in each request's _meta.
+            return Err(method_not_found("logging/setLevel"));
+        }
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(request.level);
+        }
+        Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // Methods 2026-07-28 removed are unknown to a request of that era.
+        const REMOVED_IN_2026: &[&str] = &["initialize", "ping", "logging/setLevel"];
+        if is_stateless(&ctx) && REMOVED_IN_2026.contains(&request.method.as_str()) {
+            return Err(method_not_found(&request.method));
+        }
+        // rmcp parses a known method whose params do not fit its type into
+        // this catch-all; the right answer for those is invalid params.
+        const KNOWN: &[&str] = &[
+            "initialize",
+            "ping",
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get",
+            "logging/setLevel",
+            "subscriptions/listen",
+        ];
+        if KNOWN.contains(&request.method.as_str()) {
+            Err(McpError::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                request.params,
+            ))
+        } else {
+            Err(method_not_found(&request.method))
+        }
+    }
+}
+
+/// The authenticated caller of the request in `ctx`, if the HTTP router
+/// put one in its extensions (never over stdio).
+fn caller(ctx: &RequestContext<RoleServer>) -> Option<&Caller> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+}
+
+/// Who sent the request in `ctx` over `transport`, for the call journal;
+/// `config` says which `[[callers]]` entry applied.
+fn client_id(
+    transport: &'static str,
+    ctx: &RequestContext<RoleServer>,
+    config: &crate::config::Config,
+) -> ClientId {
+    let parts = ctx.extensions.get::<http::request::Parts>();
+    let request = match serde_json::to_value(&ctx.id) {
+        Ok(serde_json::Value::String(id)) => id,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    ClientId {
+        transport,
+        session: parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        request: Some(request),
+        name: ctx
+            .client_info()
+            .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
+        caller: caller(ctx).map(|caller| CallerRecord {
+            policy: auth::access(&config.callers, Some(caller))
+                .policy_name()
+                .map(str::to_owned),
+            issuer: caller.issuer.clone(),
+            subject: caller.subject.clone(),
+            client_id: caller.client_id.clone(),
+        }),
+    }
+}
+
+fn method_not_found(method: &str) -> McpError {
+    McpError::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: `{method}`"),
+        None,
+    )
+}
+
+/// The input-required result for a call that stopped on `pending`.
+/// The 2026-07-28 refusal of a call whose tool needs client capabilities
+/// the request did not declare: -32021, its `requiredCapabilities` a
+/// `ClientCapabilities` object keyed by what is missing (`{"sampling": {}}`),
+/// as the revision's schema defines it; rmcp answers it with HTTP 400.
+fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
+    let required: serde_json::Map<String, serde_json::Value> = missing
+        .names()
+        .into_iter()
+        .map(|name| (name.to_owned(), serde_json::json!({})))
+        .collect();
+    McpError::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        error.to_string(),
+        Some(serde_json::json!({ "requiredCapabilities": required })),
+    )
+}
+
+/// Map a resource or prompt failure to a JSON-RPC error.
+fn serve_error(error: ServeError, data: Option<serde_json::Value>) -> McpError {
+    match error {
+        ServeError::UnknownResource(_) => McpError::invalid_params(
+            format!("{error}; call resources/list and resources/templates/list for what exists"),
+            data,
+        ),
+        ServeError::UnknownPrompt(_) => McpError::invalid_params(
+            format!("{error}; call prompts/list for the available prompts"),
+            data,
+        ),
+        ServeError::MissingArgument { .. } | ServeError::Refused(_) => {
+            McpError::invalid_params(error.to_string(), data)
+        }
+        ServeError::Failed(_) => McpError::internal_error(error.to_string(), data),
+    }
+}

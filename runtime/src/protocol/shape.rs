@@ -1,0 +1,377 @@
+//! The one seam between what a component returns and the wire: every
+//! mapping from a guest's descriptors and results to MCP types (tools,
+//! resources, templates, prompts, call results and their content, resource
+//! contents, prompt messages, input requests) lives here, so that a change
+//! in how results are shaped on the wire (the protocol is discussing
+//! negotiated result variants in place of `content`/`structuredContent`)
+//! is this module's work alone. The table of cases at the end pins it.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, GetPromptResult, InputRequest,
+    InputRequiredResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, Tool, ToolAnnotations,
+};
+
+use super::LIST_TTL_MS;
+use crate::call::{
+    Content, PendingAsk, PendingInput, PromptOutput, PromptRole, RawPrompt, RawResource,
+    RawTemplate, ResourceBody, ResourceContent,
+};
+use crate::catalog::ToolDescriptor;
+use crate::dispatch::CallOutput;
+use crate::services::{self, sign_state};
+
+pub(super) fn to_mcp_resource(d: &RawResource) -> Resource {
+    let mut resource = Resource::new(d.uri.clone(), d.name.clone());
+    if let Some(title) = &d.title {
+        resource = resource.with_title(title.clone());
+    }
+    if let Some(description) = &d.description {
+        resource = resource.with_description(description.clone());
+    }
+    if let Some(mime) = &d.mime_type {
+        resource = resource.with_mime_type(mime.clone());
+    }
+    if let Some(size) = d.size {
+        resource = resource.with_size(size);
+    }
+    resource
+}
+
+pub(super) fn to_mcp_template(d: &RawTemplate) -> ResourceTemplate {
+    let mut template = ResourceTemplate::new(d.uri_template.clone(), d.name.clone());
+    if let Some(title) = &d.title {
+        template = template.with_title(title.clone());
+    }
+    if let Some(description) = &d.description {
+        template = template.with_description(description.clone());
+    }
+    if let Some(mime) = &d.mime_type {
+        template = template.with_mime_type(mime.clone());
+    }
+    template
+}
+
+pub(super) fn to_mcp_prompt(d: &RawPrompt) -> Prompt {
+    let arguments = d
+        .arguments
+        .iter()
+        .map(|a| {
+            let mut argument = PromptArgument::new(a.name.clone()).with_required(a.required);
+            if let Some(title) = &a.title {
+                argument = argument.with_title(title.clone());
+            }
+            if let Some(description) = &a.description {
+                argument = argument.with_description(description.clone());
+            }
+            argument
+        })
+        .collect::<Vec<_>>();
+    let arguments = (!arguments.is_empty()).then_some(arguments);
+    let mut prompt = Prompt::new(d.name.clone(), d.description.clone(), arguments);
+    if let Some(title) = &d.title {
+        prompt = prompt.with_title(title.clone());
+    }
+    prompt
+}
+
+/// A tool as `tools/list` shows it.
+pub fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
+    let a = descriptor.annotations;
+    let mut annotations = ToolAnnotations::new()
+        .read_only(a.read_only)
+        .destructive(a.destructive)
+        .idempotent(a.idempotent)
+        .open_world(a.open_world);
+    if let Some(title) = &descriptor.title {
+        annotations.title = Some(title.clone());
+    }
+    let mut tool = Tool::new(
+        descriptor.name.clone(),
+        descriptor.description.clone(),
+        Arc::clone(&descriptor.input_schema),
+    )
+    .with_annotations(annotations);
+    if let Some(title) = &descriptor.title {
+        tool = tool.with_title(title.clone());
+    }
+    if let Some(schema) = &descriptor.output_schema {
+        tool = tool.with_raw_output_schema(Arc::clone(schema));
+    }
+    tool
+}
+
+/// Convert a dispatcher result to MCP's `CallToolResult`.
+pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
+    let content: Vec<ContentBlock> = output.content.into_iter().map(to_mcp_content).collect();
+    let mut result = if output.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = output.structured;
+    result
+}
+
+/// Convert one content item to MCP (binary data base64-encoded).
+fn to_mcp_content(item: Content) -> ContentBlock {
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    match item {
+        Content::Text(text) => ContentBlock::text(text),
+        Content::Image { data, mime_type } => ContentBlock::image(b64(&data), mime_type),
+        Content::Audio { data, mime_type } => ContentBlock::audio(b64(&data), mime_type),
+        Content::Resource {
+            uri,
+            mime_type,
+            body,
+        } => {
+            let mut contents = match body {
+                ResourceBody::Text(text) => ResourceContents::text(text, uri),
+                ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), uri),
+            };
+            if let Some(mime) = mime_type {
+                contents = contents.with_mime_type(mime);
+            }
+            ContentBlock::resource(contents)
+        }
+    }
+}
+
+/// A prompt's messages as `prompts/get` returns them.
+pub(super) fn to_mcp_prompt_result(output: PromptOutput) -> GetPromptResult {
+    let messages = output
+        .messages
+        .into_iter()
+        .map(|m| {
+            let role = match m.role {
+                PromptRole::User => Role::User,
+                PromptRole::Assistant => Role::Assistant,
+            };
+            PromptMessage::new(role, to_mcp_content(m.content))
+        })
+        .collect();
+    let mut result = GetPromptResult::new(messages);
+    result.description = output.description;
+    result
+}
+
+/// A resource's contents as `resources/read` returns them (binary data
+/// base64-encoded); with a time to live for 2026-07-28 clients.
+pub(super) fn to_mcp_resource_result(
+    contents: Vec<ResourceContent>,
+    stateless: bool,
+) -> ReadResourceResult {
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    let contents = contents
+        .into_iter()
+        .map(|c| {
+            let contents = match c.body {
+                ResourceBody::Text(text) => ResourceContents::text(text, c.uri),
+                ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), c.uri),
+            };
+            match c.mime_type {
+                Some(mime) => contents.with_mime_type(mime),
+                None => contents,
+            }
+        })
+        .collect();
+    let mut result = ReadResourceResult::new(contents);
+    if stateless {
+        result = result.with_ttl_ms(LIST_TTL_MS);
+    }
+    result
+}
+
+/// A call stopped to ask the client (2026-07-28): its input request, keyed
+/// as the call keyed it, and the signed state of the answers so far.
+pub(super) fn input_required(
+    pending: PendingInput,
+    digest: &str,
+    answers: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Result<CallToolResponse, McpError> {
+    let request = match &pending.ask {
+        PendingAsk::Elicit { message, schema } => services::elicit_request(message, schema),
+        PendingAsk::Sample(request) => services::sample_request(request),
+    };
+    let request: InputRequest = serde_json::from_value(request).map_err(|error| {
+        McpError::internal_error(format!("cannot build the input request: {error}"), None)
+    })?;
+    let requests = std::collections::BTreeMap::from([(pending.key, request)]);
+    Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+        Some(requests),
+        Some(sign_state(digest, answers)),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mapping to the wire, case by case: what toolcage hands rmcp and
+    //! the JSON MCP clients then read.
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::call::Annotations;
+
+    /// `value` as sent equals `expect`.
+    fn check(value: impl serde::Serialize, expect: Value) {
+        let got = serde_json::to_value(value).expect("serialises");
+        assert_eq!(got, expect, "\n got: {got:#}\nwant: {expect:#}");
+    }
+
+    fn output(content: Vec<Content>, structured: Option<Value>, is_error: bool) -> CallOutput {
+        CallOutput {
+            content,
+            structured,
+            is_error,
+            input_required: None,
+        }
+    }
+
+    #[test]
+    fn results() {
+        let cases = [
+            (
+                output(vec![Content::Text("hi".into())], None, false),
+                json!({"content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"}),
+            ),
+            (
+                CallOutput::error("tool `x` ran out of fuel (limit 5)"),
+                json!({
+                    "content": [{"type": "text", "text": "tool `x` ran out of fuel (limit 5)"}],
+                    "isError": true,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![Content::Text("{\"n\":1}".into())],
+                    Some(json!({"n": 1})),
+                    false,
+                ),
+                json!({
+                    "content": [{"type": "text", "text": "{\"n\":1}"}],
+                    "structuredContent": {"n": 1},
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![
+                        Content::Image {
+                            data: vec![0, 1, 2],
+                            mime_type: "image/png".into(),
+                        },
+                        Content::Audio {
+                            data: b"RIFF".to_vec(),
+                            mime_type: "audio/wav".into(),
+                        },
+                    ],
+                    None,
+                    false,
+                ),
+                json!({
+                    "content": [
+                        {"type": "image", "data": "AAEC", "mimeType": "image/png"},
+                        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
+                    ],
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+            (
+                output(
+                    vec![
+                        Content::Resource {
+                            uri: "file:///a.txt".into(),
+                            mime_type: Some("text/plain".into()),
+                            body: ResourceBody::Text("a".into()),
+                        },
+                        Content::Resource {
+                            uri: "mem://b".into(),
+                            mime_type: None,
+                            body: ResourceBody::Blob(vec![255]),
+                        },
+                    ],
+                    None,
+                    false,
+                ),
+                json!({
+                    "content": [
+                        {"type": "resource", "resource":
+                            {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "a"}},
+                        {"type": "resource", "resource": {"uri": "mem://b", "blob": "/w=="}}
+                    ],
+                    "isError": false,
+                    "resultType": "complete"
+                }),
+            ),
+        ];
+        for (output, expect) in cases {
+            check(to_mcp_result(output), expect);
+        }
+    }
+
+    #[test]
+    fn tools() {
+        let schema = |v: Value| match v {
+            Value::Object(map) => Arc::new(map),
+            _ => unreachable!("an object"),
+        };
+        let plain = ToolDescriptor {
+            name: "t".into(),
+            title: None,
+            description: "Does t.".into(),
+            input_schema: schema(json!({"type": "object"})),
+            output_schema: None,
+            annotations: Annotations::default(),
+        };
+        check(
+            to_mcp_tool(&plain),
+            json!({
+                "name": "t",
+                "description": "Does t.",
+                "inputSchema": {"type": "object"},
+                "annotations": {
+                    "readOnlyHint": false,
+                    "destructiveHint": false,
+                    "idempotentHint": false,
+                    "openWorldHint": false
+                }
+            }),
+        );
+        let full = ToolDescriptor {
+            title: Some("Tee".into()),
+            output_schema: Some(schema(json!({"type": "object", "properties": {}}))),
+            annotations: Annotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+            ..plain
+        };
+        check(
+            to_mcp_tool(&full),
+            json!({
+                "name": "t",
+                "title": "Tee",
+                "description": "Does t.",
+                "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object", "properties": {}},
+                "annotations": {
+                    "title": "Tee",
+                    "readOnlyHint": true,
+                    "destructiveHint": false,
+                    "idempotentHint": true,
+                    "openWorldHint": true
+                }
+            }),
+        );
+    }
+}
