@@ -234,7 +234,14 @@ impl Trust {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // A person who types `toolcage serve` in a terminal sees why nothing
+    // happens, and not the log an MCP client's operator would read.
+    let on_terminal = matches!(cli.command, Command::Serve { http: None, .. })
+        && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    init_tracing(on_terminal);
+    if on_terminal {
+        eprintln!("{TERMINAL_HINT}");
+    }
     let runtime = match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
         Ok(runtime) => runtime,
         Err(error) => return cannot_start(&error),
@@ -326,9 +333,18 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
+/// What `toolcage serve` says when its stdin is a terminal.
+const TERMINAL_HINT: &str = "toolcage serve speaks MCP on stdin/stdout and waits for an MCP \
+    client there: give a client `toolcage serve` as its stdio server command, or try it with \
+    the MCP Inspector (`npx @modelcontextprotocol/inspector toolcage serve`); \
+    `toolcage list` shows the tools and `toolcage call TOOL '{...}'` runs one. Ctrl-D ends it.";
+
 /// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
-fn init_tracing() {
-    let wanted = std::env::var("TOOLCAGE_LOG").unwrap_or_default();
+/// `quiet` (`serve` on a terminal): warnings and errors only, unless
+/// `TOOLCAGE_LOG` says otherwise.
+fn init_tracing(quiet: bool) {
+    let wanted = std::env::var("TOOLCAGE_LOG")
+        .unwrap_or_else(|_| if quiet { "warn".into() } else { String::new() });
     let filter = tracing_subscriber::EnvFilter::try_new(log_filter(&wanted))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_filter("")));
     tracing_subscriber::fmt()

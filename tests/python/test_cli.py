@@ -160,3 +160,39 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
     )
     assert shell.stdout.strip().endswith("status=0"), (shell.stdout[-500:], shell.stderr)
     assert "Broken pipe" not in shell.stderr, shell.stderr
+
+
+def test_serve_on_a_terminal_says_what_it_waits_for_and_is_quiet_otherwise(setup):
+    import os
+    import pty
+
+    setup.add("time")
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCAGE_LOG"}
+    # stdin a terminal, as when a person types `toolcage serve`.
+    terminal, its_end = pty.openpty()
+    served = subprocess.Popen(
+        [str(BIN), *setup.args("serve")],
+        stdin=its_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    os.close(its_end)
+    try:
+        first = served.stderr.readline().decode()
+        assert "speaks MCP on stdin/stdout" in first, first
+        assert "toolcage call" in first and "inspector" in first
+        os.write(terminal, b"\x04")  # Ctrl-D: end of input
+        _, rest = served.communicate(timeout=60)
+    finally:
+        served.kill()
+        os.close(terminal)
+    assert served.returncode == 0, rest.decode()
+    # Nothing else: no INFO lines for a person at a terminal.
+    assert rest.decode().strip() == "", rest.decode()
+    # Behind a pipe (an MCP client), the log as before and no hint.
+    piped = subprocess.run(
+        [str(BIN), *setup.args("serve")], input="", capture_output=True, text=True, env=env, timeout=60
+    )
+    assert piped.returncode == 0
+    assert "speaks MCP" not in piped.stderr and "INFO" in piped.stderr, piped.stderr
