@@ -238,7 +238,9 @@ fn main() -> ExitCode {
     // happens, and not the log an MCP client's operator would read.
     let on_terminal = matches!(cli.command, Command::Serve { http: None, .. })
         && std::io::IsTerminal::is_terminal(&std::io::stdin());
-    init_tracing(on_terminal);
+    // Every command but `serve` prints what it has to say itself; its log
+    // shows warnings and errors only unless asked.
+    init_tracing(on_terminal || !matches!(cli.command, Command::Serve { .. }));
     if on_terminal {
         eprintln!("{TERMINAL_HINT}");
     }
@@ -340,8 +342,8 @@ const TERMINAL_HINT: &str = "toolcage serve speaks MCP on stdin/stdout and waits
     `toolcage list` shows the tools and `toolcage call TOOL '{...}'` runs one. Ctrl-D ends it.";
 
 /// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
-/// `quiet` (`serve` on a terminal): warnings and errors only, unless
-/// `TOOLCAGE_LOG` says otherwise.
+/// `quiet` (every command but `serve`, and `serve` on a terminal):
+/// warnings and errors only, unless `TOOLCAGE_LOG` says otherwise.
 fn init_tracing(quiet: bool) {
     let wanted = std::env::var("TOOLCAGE_LOG")
         .unwrap_or_else(|_| if quiet { "warn".into() } else { String::new() });

@@ -129,10 +129,12 @@ class Setup:
     def stderr(self) -> str:
         return self.stderr_path.read_text() if self.stderr_path.exists() else ""
 
-    def run(self, *args: str, command: str = "list", check: bool = False):
-        """Run a one-shot CLI command (`list`, `call`)."""
+    def run(self, *args: str, command: str = "list", check: bool = False, env: dict | None = None):
+        """Run a one-shot CLI command (`list`, `call`), with `env` added to
+        the environment."""
         return subprocess.run(
             [str(BIN), *self.args(command), *args],
+            env={**os.environ, **(env or {})},
             # Never a terminal: a confirmation prompt must not wait for one.
             stdin=subprocess.DEVNULL,
             capture_output=True,

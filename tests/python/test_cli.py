@@ -127,10 +127,12 @@ def test_limits_come_from_the_config(setup):
 def test_a_restart_uses_the_compile_cache(setup, tmp_path):
     setup.cache_dir = tmp_path / "fresh-cache"
     setup.add("time")
-    first = setup.run("get_current_time", command="call")
+    # The load lines are INFO: asked for, as the CLI logs warnings only.
+    info = {"TOOLCAGE_LOG": "info"}
+    first = setup.run("get_current_time", command="call", env=info)
     assert first.returncode == 0 and "cached=false" in first.stderr
     assert list(setup.cache_dir.glob("*.cwasm"))
-    second = setup.run("get_current_time", command="call")
+    second = setup.run("get_current_time", command="call", env=info)
     assert second.returncode == 0 and "cached=true" in second.stderr
     # A corrupted cache entry is discarded, not trusted.
     for entry in setup.cache_dir.glob("*.cwasm"):
@@ -196,3 +198,20 @@ def test_serve_on_a_terminal_says_what_it_waits_for_and_is_quiet_otherwise(setup
     )
     assert piped.returncode == 0
     assert "speaks MCP" not in piped.stderr and "INFO" in piped.stderr, piped.stderr
+
+
+def test_commands_other_than_serve_log_only_warnings_unless_asked(setup):
+    import os
+
+    setup.add("time")
+    setup.add("bad-describe")
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCAGE_LOG"}
+    quiet = subprocess.run([str(BIN), *setup.args("list")], capture_output=True, text=True, env=env, timeout=120)
+    assert quiet.returncode == 1  # a file failed to load
+    assert "INFO" not in quiet.stderr, quiet.stderr
+    # The warning about the broken file still shows.
+    assert "WARN" in quiet.stderr and "bad_describe.wasm" in quiet.stderr, quiet.stderr
+    asked = subprocess.run(
+        [str(BIN), *setup.args("list")], capture_output=True, text=True, env={**env, "TOOLCAGE_LOG": "info"}, timeout=120
+    )
+    assert "INFO" in asked.stderr and "tools loaded" in asked.stderr, asked.stderr
