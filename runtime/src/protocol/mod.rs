@@ -40,8 +40,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, CustomRequest, CustomResult,
+    ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscribeRequestMethod,
@@ -659,20 +659,18 @@ fn method_not_found(method: &str) -> McpError {
 
 /// The input-required result for a call that stopped on `pending`.
 /// The 2026-07-28 refusal of a call whose tool needs client capabilities
-/// the request did not declare: -32021, its `requiredCapabilities` a
-/// `ClientCapabilities` object keyed by what is missing (`{"sampling": {}}`),
-/// as the revision's schema defines it; rmcp answers it with HTTP 400.
+/// the request did not declare: rmcp's -32021, whose
+/// `requiredCapabilities` is a `ClientCapabilities` keyed by what is
+/// missing (`{"sampling": {}}`), with our message naming the tool; rmcp
+/// answers it with HTTP 400.
 fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
-    let required: serde_json::Map<String, serde_json::Value> = missing
-        .names()
-        .into_iter()
-        .map(|name| (name.to_owned(), serde_json::json!({})))
-        .collect();
-    McpError::new(
-        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        error.to_string(),
-        Some(serde_json::json!({ "requiredCapabilities": required })),
-    )
+    let mut required = ClientCapabilities::default();
+    required.sampling = missing.sampling.then(Default::default);
+    required.elicitation = missing.elicitation.then(Default::default);
+    required.roots = missing.roots.then(Default::default);
+    let mut refusal = McpError::missing_required_client_capability(required);
+    refusal.message = error.to_string().into();
+    refusal
 }
 
 /// Map a resource or prompt failure to a JSON-RPC error.

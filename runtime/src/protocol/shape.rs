@@ -119,26 +119,33 @@ pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
 
 /// Convert one content item to MCP (binary data base64-encoded).
 fn to_mcp_content(item: Content) -> ContentBlock {
-    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     match item {
         Content::Text(text) => ContentBlock::text(text),
-        Content::Image { data, mime_type } => ContentBlock::image(b64(&data), mime_type),
-        Content::Audio { data, mime_type } => ContentBlock::audio(b64(&data), mime_type),
+        Content::Image { data, mime_type } => ContentBlock::image(base64(&data), mime_type),
+        Content::Audio { data, mime_type } => ContentBlock::audio(base64(&data), mime_type),
         Content::Resource {
             uri,
             mime_type,
             body,
-        } => {
-            let mut contents = match body {
-                ResourceBody::Text(text) => ResourceContents::text(text, uri),
-                ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), uri),
-            };
-            if let Some(mime) = mime_type {
-                contents = contents.with_mime_type(mime);
-            }
-            ContentBlock::resource(contents)
-        }
+        } => ContentBlock::resource(to_mcp_contents(uri, mime_type, body)),
     }
+}
+
+/// One resource's contents, embedded in a result or read
+/// (`resources/read`): text as is, binary data base64-encoded.
+fn to_mcp_contents(uri: String, mime_type: Option<String>, body: ResourceBody) -> ResourceContents {
+    let contents = match body {
+        ResourceBody::Text(text) => ResourceContents::text(text, uri),
+        ResourceBody::Blob(bytes) => ResourceContents::blob(base64(&bytes), uri),
+    };
+    match mime_type {
+        Some(mime) => contents.with_mime_type(mime),
+        None => contents,
+    }
+}
+
+fn base64(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// A prompt's messages as `prompts/get` returns them.
@@ -165,19 +172,9 @@ pub(super) fn to_mcp_resource_result(
     contents: Vec<ResourceContent>,
     stateless: bool,
 ) -> ReadResourceResult {
-    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     let contents = contents
         .into_iter()
-        .map(|c| {
-            let contents = match c.body {
-                ResourceBody::Text(text) => ResourceContents::text(text, c.uri),
-                ResourceBody::Blob(bytes) => ResourceContents::blob(b64(&bytes), c.uri),
-            };
-            match c.mime_type {
-                Some(mime) => contents.with_mime_type(mime),
-                None => contents,
-            }
-        })
+        .map(|c| to_mcp_contents(c.uri, c.mime_type, c.body))
         .collect();
     let mut result = ReadResourceResult::new(contents);
     if stateless {
