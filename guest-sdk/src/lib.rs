@@ -325,6 +325,10 @@ pub struct ToolDef {
     input_schema: fn() -> Value,
     output_schema: fn() -> Option<Value>,
     handler: Handler,
+    icons: Vec<Icon>,
+    task_support: TaskSupport,
+    task_start: TaskStart,
+    needs: ClientNeeds,
 }
 
 impl ToolDef {
@@ -344,6 +348,10 @@ impl ToolDef {
             annotations: Annotations::default(),
             input_schema: || schemars::schema_for!(A).to_value(),
             output_schema: T::output_schema,
+            icons: Vec::new(),
+            task_support: TaskSupport::Forbidden,
+            task_start: TaskStart::WithCall,
+            needs: ClientNeeds::empty(),
             handler: Box::new(move |arguments| {
                 let arguments: A = match serde_json::from_str(arguments) {
                     Ok(arguments) => arguments,
@@ -386,6 +394,37 @@ impl ToolDef {
         self
     }
 
+    /// Add an icon clients may show beside the tool.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Let calls run as MCP tasks (`Optional`: when the client accepts
+    /// tasks; `Required`: only then). A task outlives its request: the
+    /// client polls for the result, so the call may take long (under the
+    /// operator's `task_deadline_ms`).
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// When a call that runs as a task becomes one: as it starts (the
+    /// default), or when it calls [`begin_task`] (questions asked before
+    /// that are asked in the request, as input-required results).
+    pub fn task_start(mut self, start: TaskStart) -> Self {
+        self.task_start = start;
+        self
+    }
+
+    /// Declare what the client must be able to do for this tool to work: a
+    /// 2026-07-28 client that does not declare it is refused before the
+    /// call runs.
+    pub fn needs(mut self, needs: ClientNeeds) -> Self {
+        self.needs = needs;
+        self
+    }
+
     /// The tool's name.
     pub fn name(&self) -> &'static str {
         self.name
@@ -425,6 +464,10 @@ pub fn __describe(tools: &[ToolDef]) -> Vec<wit::Descriptor> {
                 idempotent: tool.annotations.idempotent,
                 open_world: tool.annotations.open_world,
             },
+            icons: tool.icons.clone(),
+            task_support: tool.task_support,
+            task_start: tool.task_start,
+            needs: tool.needs,
         })
         .collect()
 }
@@ -477,8 +520,15 @@ pub use wit::{CallResult as __CallResult, Descriptor as __Descriptor};
 #[doc(hidden)]
 pub use wit_tool::Guest as __Guest;
 
+use bindings::exports::toolcage::tool::completions as wit_completions;
 use bindings::exports::toolcage::tool::prompts as wit_prompts;
 use bindings::exports::toolcage::tool::resources as wit_resources;
+
+#[doc(hidden)]
+pub use wit_completions::{
+    Completion as __Completion, CompletionRequest as __CompletionRequest,
+    Guest as __CompletionsGuest,
+};
 
 #[doc(hidden)]
 pub use wit_prompts::{
@@ -517,6 +567,8 @@ pub struct ResourceDef {
     description: Option<&'static str>,
     mime_type: Option<&'static str>,
     handler: ResourceHandler,
+    icons: Vec<Icon>,
+    completers: Vec<(&'static str, Completer)>,
 }
 
 impl ResourceDef {
@@ -563,7 +615,28 @@ impl ResourceDef {
             description: None,
             mime_type: None,
             handler,
+            icons: Vec::new(),
+            completers: Vec::new(),
         }
+    }
+
+    /// Add an icon clients may show beside the resource or template.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Suggest values of template variable `variable` as the user types
+    /// (MCP completions): `complete` gets what was typed so far and the
+    /// values of the other variables already chosen, and returns
+    /// suggestions, best first (the host keeps the first 100).
+    pub fn complete(
+        mut self,
+        variable: &'static str,
+        complete: impl Fn(&str, &[(String, String)]) -> Vec<String> + 'static,
+    ) -> Self {
+        self.completers.push((variable, Box::new(complete)));
+        self
     }
 
     /// Set a human-readable title.
@@ -744,6 +817,8 @@ pub struct PromptDef {
     description: &'static str,
     arguments_schema: fn() -> Value,
     handler: PromptHandler,
+    icons: Vec<Icon>,
+    completers: Vec<(&'static str, Completer)>,
 }
 
 impl PromptDef {
@@ -766,6 +841,8 @@ impl PromptDef {
                     .map_err(|error| format!("invalid arguments: {error}"))?;
                 build(arguments).map_err(|error| error.to_string())
             }),
+            icons: Vec::new(),
+            completers: Vec::new(),
         }
     }
 
@@ -773,6 +850,40 @@ impl PromptDef {
     pub fn title(mut self, title: &'static str) -> Self {
         self.title = Some(title);
         self
+    }
+
+    /// Add an icon clients may show beside the prompt.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Suggest values of argument `argument` as the user types (MCP
+    /// completions): `complete` gets what was typed so far and the values
+    /// of the other arguments already chosen, and returns suggestions, best
+    /// first (the host keeps the first 100).
+    pub fn complete(
+        mut self,
+        argument: &'static str,
+        complete: impl Fn(&str, &[(String, String)]) -> Vec<String> + 'static,
+    ) -> Self {
+        self.completers.push((argument, Box::new(complete)));
+        self
+    }
+
+    /// Suggestions for argument `argument` given `value` so far, natively:
+    /// what the component's `complete` export runs. `None` if the prompt
+    /// completes no such argument.
+    pub fn completions(
+        &self,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+    ) -> Option<Vec<String>> {
+        self.completers
+            .iter()
+            .find(|(name, _)| *name == argument)
+            .map(|(_, complete)| complete(value, context))
     }
 
     /// The prompt's name.
@@ -824,6 +935,7 @@ pub fn __list_resources(defs: &[ResourceDef]) -> Vec<__ResourceDescriptor> {
             description: d.description.map(str::to_owned),
             mime_type: d.mime_type.map(str::to_owned),
             size: None,
+            icons: d.icons.clone(),
         })
         .collect()
 }
@@ -838,6 +950,7 @@ pub fn __list_templates(defs: &[ResourceDef]) -> Vec<__TemplateDescriptor> {
             title: d.title.map(str::to_owned),
             description: d.description.map(str::to_owned),
             mime_type: d.mime_type.map(str::to_owned),
+            icons: d.icons.clone(),
         })
         .collect()
 }
@@ -872,8 +985,47 @@ pub fn __list_prompts(defs: &[PromptDef]) -> Vec<__PromptDescriptor> {
             title: d.title.map(str::to_owned),
             description: Some(d.description.to_owned()),
             arguments: d.arguments(),
+            icons: d.icons.clone(),
         })
         .collect()
+}
+
+type Completer = Box<dyn Fn(&str, &[(String, String)]) -> Vec<String>>;
+
+/// Most suggestions one completion carries (MCP's cap).
+const MAX_COMPLETIONS: usize = 100;
+
+#[doc(hidden)]
+pub fn __complete(
+    prompts: &[PromptDef],
+    resources: &[ResourceDef],
+    request: __CompletionRequest,
+) -> Result<__Completion, String> {
+    let completers = match &request.target {
+        wit_completions::CompletionTarget::Prompt(name) => prompts
+            .iter()
+            .find(|p| p.name == name.as_str())
+            .map(|p| &p.completers),
+        wit_completions::CompletionTarget::ResourceTemplate(template) => resources
+            .iter()
+            .find(|r| r.is_template && r.uri == template.as_str())
+            .map(|r| &r.completers),
+    };
+    let mut values = completers
+        .and_then(|completers| {
+            completers
+                .iter()
+                .find(|(name, _)| *name == request.argument)
+        })
+        .map(|(_, complete)| complete(&request.value, &request.context))
+        .unwrap_or_default();
+    let total = values.len();
+    values.truncate(MAX_COMPLETIONS);
+    Ok(__Completion {
+        has_more: total > values.len(),
+        total: u32::try_from(total).ok(),
+        values,
+    })
 }
 
 #[doc(hidden)]
@@ -919,8 +1071,9 @@ pub fn __get_prompt(
 /// It also defines `tool_definitions()`, `resource_definitions()` and
 /// `prompt_definitions()`, for native tests and benchmarks.
 ///
-/// The component always exports the `resources` and `prompts` interfaces
-/// (world `full-component`); without any, they list nothing.
+/// The component always exports the `resources`, `prompts` and
+/// `completions` interfaces (world `full-component`); without any, they
+/// list and complete nothing.
 #[macro_export]
 macro_rules! export {
     (tools: [$($tool:ident),* $(,)?]
@@ -968,6 +1121,12 @@ macro_rules! export {
             }
         }
 
+        impl $crate::__CompletionsGuest for __ToolcageComponent {
+            fn complete(request: $crate::__CompletionRequest) -> ::std::result::Result<$crate::__Completion, ::std::string::String> {
+                $crate::__complete(&prompt_definitions(), &resource_definitions(), request)
+            }
+        }
+
         impl $crate::__PromptsGuest for __ToolcageComponent {
             fn list_prompts() -> ::std::vec::Vec<$crate::__PromptDescriptor> {
                 $crate::__list_prompts(&prompt_definitions())
@@ -1012,8 +1171,119 @@ pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
 }
 
 pub use bindings::toolcage::tool::host::{
-    ElicitResponse, Role, SamplingMessage, SamplingRequest, SamplingResponse,
+    Answer, ElicitResponse, Elicitation, KeyedQuestion, Question, Role, Root, SamplingMessage,
+    SamplingRequest, SamplingResponse,
 };
+pub use bindings::toolcage::tool::types::{ClientNeeds, Icon, IconTheme, TaskStart, TaskSupport};
+
+impl Icon {
+    /// An icon at `src`: an `https:` URL or a `data:image/...` URI.
+    pub fn new(src: impl Into<String>) -> Self {
+        Icon {
+            src: src.into(),
+            mime_type: None,
+            sizes: Vec::new(),
+            theme: None,
+        }
+    }
+
+    /// Set its MIME type (`image/png`, `image/svg+xml`, ...).
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Add a size it is drawn for (`48x48`, or `any` for SVG).
+    pub fn size(mut self, size: impl Into<String>) -> Self {
+        self.sizes.push(size.into());
+        self
+    }
+
+    /// Say which theme it suits.
+    pub fn theme(mut self, theme: IconTheme) -> Self {
+        self.theme = Some(theme);
+        self
+    }
+}
+
+/// The client's roots (MCP `roots/list`): the folders the user works in.
+/// They say what the user is working on; they grant nothing (what the tool
+/// can open is the operator's decision).
+///
+/// # Errors
+///
+/// The client does not share its roots; the message says so.
+pub fn roots() -> Result<Vec<Root>, String> {
+    #[cfg(target_family = "wasm")]
+    return bindings::toolcage::tool::host::roots();
+    #[cfg(not(target_family = "wasm"))]
+    Err("roots need the toolcage host".into())
+}
+
+/// Ask several questions at once, each under a key of your choosing (1 to
+/// 64 characters from `A-Z a-z 0-9 _ - .`, unique; `elicit-N`, `sample-N`,
+/// `roots-N` and `toolcage-...` are the host's): on 2026-07-28 clients the
+/// client answers all of them in one round. Answers come in the order
+/// asked, each its own `Result`. A malformed list (a bad or repeated key,
+/// more than 16 questions) ends the call with an error.
+///
+/// ```no_run
+/// use toolcage_guest::{ask_batch, elicitation, Answer, KeyedQuestion, Question};
+/// let answers = ask_batch(vec![
+///     KeyedQuestion { key: "user_name".into(), question: elicitation("What is your name?", &serde_json::json!({
+///         "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+///     })) },
+///     KeyedQuestion { key: "client_roots".into(), question: Question::Roots },
+/// ]);
+/// ```
+pub fn ask_batch(questions: Vec<KeyedQuestion>) -> Vec<Result<Answer, String>> {
+    #[cfg(target_family = "wasm")]
+    return bindings::toolcage::tool::host::ask(&questions);
+    #[cfg(not(target_family = "wasm"))]
+    questions
+        .iter()
+        .map(|_| Err("questions need the toolcage host".into()))
+        .collect()
+}
+
+/// An elicitation question for [`ask_batch`].
+pub fn elicitation(message: &str, requested_schema: &Value) -> Question {
+    Question::Elicit(Elicitation {
+        message: message.to_owned(),
+        requested_schema: requested_schema.to_string(),
+    })
+}
+
+/// [`elicit`], under a key of your choosing (see [`ask_batch`]): the key a
+/// 2026-07-28 client sees in its `inputRequests`.
+///
+/// # Errors
+///
+/// As for [`elicit`].
+pub fn elicit_as(
+    key: &str,
+    message: &str,
+    requested_schema: &Value,
+) -> Result<ElicitResponse, String> {
+    let question = KeyedQuestion {
+        key: key.to_owned(),
+        question: elicitation(message, requested_schema),
+    };
+    match ask_batch(vec![question]).pop() {
+        Some(Ok(Answer::Elicit(response))) => Ok(response),
+        Some(Err(reason)) => Err(reason),
+        _ => Err("the host gave no elicitation answer".into()),
+    }
+}
+
+/// From here the call may take long: for a tool whose calls become tasks
+/// when they call this ([`ToolDef::task_start`] `OnBeginTask`), a client
+/// that accepts tasks gets its task now, and questions asked after this are
+/// the task's. Anywhere else it does nothing.
+pub fn begin_task() {
+    #[cfg(target_family = "wasm")]
+    bindings::toolcage::tool::host::begin_task();
+}
 
 /// Ask the user for confirmation or values (MCP elicitation).
 /// `requested_schema` is a flat JSON object schema of primitive properties.

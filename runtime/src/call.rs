@@ -139,9 +139,10 @@ pub enum CallFailure {
     /// Was cancelled by the client.
     #[error("was cancelled")]
     Cancelled,
-    /// Stopped to ask the client something first (2026-07-28 replay).
+    /// Stopped to ask the client something first (2026-07-28 replay):
+    /// every question of the guest's batch that has no answer yet.
     #[error("needs input from the client")]
-    InputRequired(PendingInput),
+    InputRequired(Vec<PendingInput>),
 }
 
 /// Everything known about one call once it ends.
@@ -223,6 +224,9 @@ pub enum GuestEvent {
         /// A message, if any.
         message: Option<String>,
     },
+    /// A `begin-task` call (the first; later ones are not sent): from here
+    /// the call may take long, and may become a task.
+    BeginTask,
 }
 
 /// Where a call's [`GuestEvent`]s go. Called on the runtime thread running
@@ -250,11 +254,14 @@ pub enum Ask {
     Elicit,
     /// `sampling/createMessage`: a completion from the client's model.
     Sample,
+    /// `roots/list`: the folders the user works in.
+    Roots,
 }
 
-/// Elicitation and sampling through the caller's client. The protocol
-/// layer implements it per era: a request to the client (2025-x), or replay
-/// with answers gathered so far (2026-07-28).
+/// Elicitation, sampling and roots through the caller's client. The
+/// protocol layer implements it per era: requests to the client (2025-x),
+/// replay with the answers gathered so far (2026-07-28), or a task's input
+/// requests (a call running as a task).
 pub trait ClientServices: Send + Sync {
     /// Whether the client can be asked `ask` at all; checked before the host
     /// does any work on the guest's request. `Err` is the message for the
@@ -263,20 +270,86 @@ pub trait ClientServices: Send + Sync {
         let _ = ask;
         Ok(())
     }
-    /// Ask the user `message`, with a form described by `schema`.
-    fn elicit(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer>;
-    /// Ask the client's model for a completion.
-    fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer>;
+    /// Ask `questions` (checked, each under its own key): one answer per
+    /// question, in order, or stop the call for the ones not answered yet
+    /// ([`ServiceError::InputRequired`], replay). A question the client
+    /// cannot answer gets its own `Err` (the message for the guest).
+    fn ask(&self, questions: Vec<PendingInput>) -> ServiceFuture<Vec<Result<Answer, String>>>;
     /// Ask the user to confirm a call before it runs (the host's own
-    /// question, not the guest's).
-    fn confirm(&self, message: String, schema: serde_json::Value) -> ServiceFuture<ElicitAnswer> {
-        self.elicit(message, schema)
+    /// question, not the guest's): `message` with the form `schema`, keyed
+    /// `key`.
+    fn confirm(
+        &self,
+        key: String,
+        message: String,
+        schema: serde_json::Value,
+    ) -> ServiceFuture<ElicitAnswer> {
+        let asked = self.ask(vec![PendingInput {
+            key,
+            ask: Question::Elicit { message, schema },
+        }]);
+        Box::pin(async move {
+            match asked.await?.pop() {
+                Some(Ok(Answer::Elicit(answer))) => Ok(answer),
+                Some(Err(reason)) => Err(ServiceError::Refused(reason)),
+                _ => Err(ServiceError::Refused(
+                    "the client's answer to the confirmation is not an elicitation result".into(),
+                )),
+            }
+        })
     }
 }
 
 /// What a [`ClientServices`] call returns.
 pub type ServiceFuture<T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServiceError>> + Send>>;
+
+/// A question for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    /// An elicitation: a form for the user.
+    Elicit {
+        /// The message.
+        message: String,
+        /// The form schema (checked: an object of primitive properties).
+        schema: serde_json::Value,
+    },
+    /// A completion from the client's model.
+    Sample(SampleRequest),
+    /// The client's roots.
+    Roots,
+}
+
+impl Question {
+    /// The kind of question.
+    pub fn kind(&self) -> Ask {
+        match self {
+            Question::Elicit { .. } => Ask::Elicit,
+            Question::Sample(_) => Ask::Sample,
+            Question::Roots => Ask::Roots,
+        }
+    }
+}
+
+/// The client's answer to one [`Question`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// To an elicitation.
+    Elicit(ElicitAnswer),
+    /// To a sampling request.
+    Sample(SampleAnswer),
+    /// To a roots request.
+    Roots(Vec<ClientRoot>),
+}
+
+/// A root the client shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientRoot {
+    /// Its URI.
+    pub uri: String,
+    /// Its name, if the client gave one.
+    pub name: Option<String>,
+}
 
 /// The user's answer to an elicitation.
 #[derive(Debug, Clone, PartialEq)]
@@ -318,38 +391,31 @@ pub struct SampleAnswer {
 pub enum ServiceError {
     /// Refused or impossible; the message goes to the guest.
     Refused(String),
-    /// Not known yet: stop the call and ask the client (replay).
-    InputRequired(PendingInput),
+    /// Not known yet: stop the call and ask the client these (replay).
+    InputRequired(Vec<PendingInput>),
 }
 
-/// A question the call stopped on, keyed so a replay can find its answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("input required: `{key}`")]
+/// A question, keyed so that its answer can find it (a replay's, or a
+/// task's `tasks/update`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct PendingInput {
-    /// Stable key of the question within the call (`elicit-0`, ...).
+    /// Key of the question within the call: the guest's own (`user_name`)
+    /// or the host's (`elicit-0`, `sample-0`, `roots-0`, `toolcage-confirm`).
     pub key: String,
     /// The question.
-    pub ask: PendingAsk,
+    pub ask: Question,
 }
 
-/// The kind of question.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PendingAsk {
-    /// An elicitation.
-    Elicit {
-        /// The message.
-        message: String,
-        /// The form schema.
-        schema: serde_json::Value,
-    },
-    /// A completion.
-    Sample(SampleRequest),
-}
+/// The questions a call stopped on, as an error a host import can return
+/// to unwind the guest (the sandbox classifies it as input required).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("input required: {}", .0.iter().map(|p| format!("`{}`", p.key)).collect::<Vec<_>>().join(", "))]
+pub struct InputRequired(pub Vec<PendingInput>);
 
 // --- What a component describes -----------------------------------------------
 
 /// A descriptor as the component returned it, not yet validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RawDescriptor {
     /// Tool name.
     pub name: String,
@@ -363,6 +429,78 @@ pub struct RawDescriptor {
     pub output_schema: Option<String>,
     /// Hints.
     pub annotations: Annotations,
+    /// Icons (contract 0.2.0; none before).
+    pub icons: Vec<Icon>,
+    /// Whether and when calls run as tasks.
+    pub execution: Execution,
+    /// What the client must be able to do.
+    pub needs: crate::config::ClientNeeds,
+}
+
+/// An icon as a component declared it (MCP `Icon`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Icon {
+    /// An `https:` URL or a `data:image/...` URI (checked at load).
+    pub src: String,
+    /// Its MIME type.
+    pub mime_type: Option<String>,
+    /// `WxH` or `any` each.
+    pub sizes: Vec<String>,
+    /// `light` or `dark`, if it suits only one.
+    pub theme: Option<IconTheme>,
+}
+
+/// The theme an icon suits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum IconTheme {
+    Light,
+    Dark,
+}
+
+/// Whether calls of a tool may run as tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Every call answers in its request.
+    #[default]
+    Forbidden,
+    /// A task when the client accepts tasks.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+impl TaskSupport {
+    /// The names the config and the wire use.
+    pub const NAMES: [&'static str; 3] = ["forbidden", "optional", "required"];
+
+    /// Its name (`forbidden`, `optional`, `required`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// When a call that runs as a task becomes one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskStart {
+    /// As the call starts.
+    #[default]
+    WithCall,
+    /// When the guest calls `begin-task`.
+    OnBeginTask,
+}
+
+/// How a tool's calls run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Execution {
+    /// Whether as tasks.
+    pub task_support: TaskSupport,
+    /// When a task starts.
+    pub task_start: TaskStart,
 }
 
 /// Tool behaviour hints.
@@ -397,6 +535,7 @@ pub struct RawResource {
     pub description: Option<String>,
     pub mime_type: Option<String>,
     pub size: Option<u64>,
+    pub icons: Vec<Icon>,
 }
 
 /// A resource template as the component listed it.
@@ -408,6 +547,7 @@ pub struct RawTemplate {
     pub title: Option<String>,
     pub description: Option<String>,
     pub mime_type: Option<String>,
+    pub icons: Vec<Icon>,
 }
 
 /// A prompt as the component listed it.
@@ -418,6 +558,7 @@ pub struct RawPrompt {
     pub title: Option<String>,
     pub description: Option<String>,
     pub arguments: Vec<PromptArgument>,
+    pub icons: Vec<Icon>,
 }
 
 /// One argument of a prompt.
@@ -462,3 +603,42 @@ pub struct PromptOutput {
     pub description: Option<String>,
     pub messages: Vec<PromptMessage>,
 }
+
+// --- Completions ----------------------------------------------------------------
+
+/// What a completion request completes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionTarget {
+    /// An argument of this prompt.
+    Prompt(String),
+    /// A variable of the resource template with this URI template.
+    ResourceTemplate(String),
+}
+
+/// A `completion/complete` request, checked: the target exists and has
+/// the argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionRequest {
+    /// The prompt or template.
+    pub target: CompletionTarget,
+    /// The argument or variable.
+    pub argument: String,
+    /// What the user typed so far.
+    pub value: String,
+    /// The other arguments' values, already chosen.
+    pub context: Vec<(String, String)>,
+}
+
+/// A component's suggestions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// At most [`MAX_COMPLETION_VALUES`].
+    pub values: Vec<String>,
+    /// How many there are in all, if known.
+    pub total: Option<u32>,
+    /// There are more than `values`.
+    pub has_more: bool,
+}
+
+/// The most suggestions one completion carries (MCP's own cap).
+pub const MAX_COMPLETION_VALUES: usize = 100;

@@ -126,6 +126,23 @@ pub struct Entry<'a> {
     pub bytes_out: u64,
     /// What the call did on the network.
     pub net: &'a NetRecord,
+    /// The MCP task the call ran as, if any.
+    pub task: Option<&'a str>,
+}
+
+/// A moment in an MCP task's life: the journal's record of tasks beside
+/// the lines of the calls they run.
+pub struct TaskEvent<'a> {
+    /// The task's id.
+    pub task: &'a str,
+    /// Its tool.
+    pub tool: &'a str,
+    /// Who created it.
+    pub client: &'a ClientId,
+    /// `created`, `completed`, `failed`, `cancelled` or `expired`.
+    pub event: &'a str,
+    /// Why, where there is something to say.
+    pub message: Option<&'a str>,
 }
 
 /// An open journal. Dropping it lets the writer finish the queued lines and
@@ -210,6 +227,36 @@ impl Journal {
     /// Record one call. Never blocks.
     pub fn record(&self, entry: &Entry<'_>) {
         let line = self.format(entry, SystemTime::now());
+        self.send(line);
+    }
+
+    /// Record a task's creation or end. Never blocks. Its line has
+    /// `"event": "task"` and no `outcome`, so a reader of call lines can
+    /// tell the two apart.
+    pub fn record_task(&self, event: &TaskEvent<'_>) {
+        let unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut line = Map::new();
+        line.insert("time".into(), json!(rfc3339_ms(unix_ms)));
+        line.insert("unix_ms".into(), json!(unix_ms));
+        line.insert("event".into(), json!("task"));
+        line.insert("task".into(), json!(event.task));
+        line.insert("tool".into(), json!(event.tool));
+        line.insert("client".into(), json!(event.client));
+        line.insert("status".into(), json!(event.event));
+        if let Some(message) = event.message {
+            line.insert(
+                "message".into(),
+                json!(crate::redact::truncate(message, MAX_MESSAGE_BYTES)),
+            );
+        }
+        let mut bytes = Value::Object(line).to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send(bytes);
+    }
+
+    fn send(&self, line: Vec<u8>) {
         let sent = match &self.tx {
             Some(tx) => tx.try_send(Message::Line(line)).is_ok(),
             None => false,
@@ -247,6 +294,9 @@ impl Journal {
             ArgumentsMode::None => {}
         }
         line.insert("outcome".into(), json!(entry.outcome));
+        if let Some(task) = entry.task {
+            line.insert("task".into(), json!(task));
+        }
         if let Some(message) = entry.message {
             line.insert(
                 "message".into(),
@@ -581,6 +631,7 @@ mod tests {
             bytes_in: 10,
             bytes_out: 20,
             net,
+            task: None,
         }
     }
 

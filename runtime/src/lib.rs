@@ -160,6 +160,8 @@ pub struct Host {
     pub dispatcher: Arc<Dispatcher>,
     /// Tells connected clients when the tool set changes.
     pub notifier: Arc<protocol::Notifier>,
+    /// MCP tasks: calls that outlive their requests, across connections.
+    pub tasks: Arc<protocol::Tasks>,
     /// Request text in flight, across transports.
     pub request_budget: Arc<RequestBudget>,
 }
@@ -229,6 +231,7 @@ impl Host {
             options,
             sandbox,
             registry,
+            tasks: Arc::new(protocol::Tasks::new(Arc::clone(&dispatcher))),
             dispatcher,
             notifier: Arc::new(protocol::Notifier::default()),
             request_budget,

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolcage::call::{
-    ClientServices, ElicitAnswer, GuestEvent, SampleAnswer, SampleRequest, ServiceError,
+    Answer, Ask, ClientServices, ElicitAnswer, GuestEvent, PendingInput, ServiceError,
     ServiceFuture,
 };
 use toolcage::catalog::{FileStatus, LoadedTool, ToolStatus};
@@ -601,6 +601,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                     total.map(|t| format!("/{t}")).unwrap_or_default(),
                     message.unwrap_or_default()
                 ),
+                GuestEvent::BeginTask => {}
             });
             let cancel = CancellationToken::new();
             let services: Arc<dyn ClientServices> = Arc::new(Terminal { yes });
@@ -616,6 +617,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 caller: None,
                 lane: toolcage::dispatch::Lane::Pooled,
                 declared: None,
+                task: None,
             };
             let output = host.dispatcher.call(&tool, Some(arguments), context).await;
             // The call's journal line is written before anything else happens.
@@ -738,10 +740,16 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<bool> {
                             .map(|entry| {
                                 // The tool as `tools/list` shows it, and
                                 // how it fares in this folder.
-                                let mut tool = serde_json::to_value(
-                                    toolcage::protocol::to_mcp_tool(&entry.descriptor),
-                                )
-                                .unwrap_or_default();
+                                let mut tool =
+                                    serde_json::to_value(toolcage::protocol::to_mcp_tool(
+                                        &entry.descriptor,
+                                        host.dispatcher
+                                            .config()
+                                            .policy_for(&entry.descriptor.name)
+                                            .tasks
+                                            .unwrap_or(entry.descriptor.execution.task_support),
+                                    ))
+                                    .unwrap_or_default();
                                 let fate = json!({
                                     "status": match &entry.status {
                                         ToolStatus::Served => "served",
@@ -784,6 +792,7 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<bool> {
                     "digest": file.digest,
                     "status": status,
                     "kind": prepared.map(|p| p.kind()),
+                    "contract": prepared.and_then(|p| p.contract_version()),
                     "exports": prepared.map(|p| p.exports()),
                     "skipped": skipped,
                     "error": error,
@@ -820,7 +829,13 @@ fn list(host: &Host, as_json: bool) -> anyhow::Result<bool> {
         match &file.status {
             FileStatus::Loaded(entries) => {
                 let loaded = catalog.loaded.get(&file.path);
-                let kind = loaded.map_or("", |f| f.component.prepared.kind());
+                let kind = loaded.map_or(String::new(), |f| {
+                    let prepared = &f.component.prepared;
+                    match prepared.contract_version() {
+                        Some(version) => format!("{} {version}", prepared.kind()),
+                        None => prepared.kind().to_owned(),
+                    }
+                });
                 writeln!(
                     stdout,
                     "\n{name}  (sha256 {digest}…)  loaded, {kind} component"
@@ -924,23 +939,28 @@ struct Terminal {
 }
 
 impl ClientServices for Terminal {
-    fn elicit(&self, _message: String, _schema: Value) -> ServiceFuture<ElicitAnswer> {
-        Box::pin(async {
-            Err(ServiceError::Refused(
-                "`toolcage call` cannot answer a tool's questions; use an MCP client".into(),
-            ))
-        })
+    fn ask(&self, questions: Vec<PendingInput>) -> ServiceFuture<Vec<Result<Answer, String>>> {
+        let answers = questions
+            .iter()
+            .map(|question| {
+                Err(match question.ask.kind() {
+                    Ask::Sample => "`toolcage call` has no model to sample; use an MCP client",
+                    Ask::Elicit | Ask::Roots => {
+                        "`toolcage call` cannot answer a tool's questions; use an MCP client"
+                    }
+                }
+                .to_owned())
+            })
+            .collect();
+        Box::pin(async move { Ok(answers) })
     }
 
-    fn sample(&self, _request: SampleRequest) -> ServiceFuture<SampleAnswer> {
-        Box::pin(async {
-            Err(ServiceError::Refused(
-                "`toolcage call` has no model to sample; use an MCP client".into(),
-            ))
-        })
-    }
-
-    fn confirm(&self, message: String, _schema: Value) -> ServiceFuture<ElicitAnswer> {
+    fn confirm(
+        &self,
+        _key: String,
+        message: String,
+        _schema: Value,
+    ) -> ServiceFuture<ElicitAnswer> {
         let yes = self.yes;
         Box::pin(async move {
             use std::io::IsTerminal as _;

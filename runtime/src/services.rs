@@ -1,15 +1,17 @@
-//! Elicitation and sampling for tools, in both protocol eras.
+//! Elicitation, sampling and roots for tools, in both protocol eras.
 //!
-//! - 2025-06-18/2025-11-25: [`PeerServices`] sends `elicitation/create` or
-//!   `sampling/createMessage` to the client and waits for the answer while
-//!   the guest is blocked in its host call.
+//! - 2025-06-18/2025-11-25: [`PeerServices`] sends `elicitation/create`,
+//!   `sampling/createMessage` or `roots/list` to the client and waits for
+//!   the answer while the guest is blocked in its host call; a batch is
+//!   asked one question after another.
 //! - 2026-07-28 (stateless, no server-to-client requests): [`ReplayServices`]
-//!   answers from what the client already said. A question without an
-//!   answer stops the call; the protocol layer returns an input-required
-//!   result carrying the question and a signed `requestState`; the client
-//!   retries with the answer and the call runs again from the start, this
-//!   time getting it. Questions are keyed by kind and order (`elicit-0`,
-//!   `sample-0`, ...), which is why tools must ask before they act.
+//!   answers from what the client already said. Questions without an
+//!   answer stop the call (all of a batch's at once); the protocol layer
+//!   returns an input-required result carrying them and a signed
+//!   `requestState`; the client retries with the answers and the call runs
+//!   again from the start, this time getting them. Questions are keyed by
+//!   the guest (`ask`) or by kind and order (`elicit-0`, `sample-0`,
+//!   `roots-0`, ...), which is why tools must ask before they act.
 //!
 //! The `requestState` handed to the client holds every answer so far, the
 //! tool name and a digest of the arguments, MACed with a per-process key
@@ -17,7 +19,7 @@
 //! or other arguments, or replay them against another server process.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -27,12 +29,15 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::call::{
-    Ask, ClientServices, ElicitAnswer, PendingAsk, PendingInput, SampleAnswer, SampleRequest,
-    ServiceError, ServiceFuture,
+    Answer, Ask, ClientRoot, ClientServices, ElicitAnswer, PendingInput, Question, SampleAnswer,
+    SampleRequest, ServiceError, ServiceFuture,
 };
 
 /// How long to wait for the user or the client's model.
 const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Most roots read from a client's answer; the rest are ignored.
+const MAX_CLIENT_ROOTS: usize = 1024;
 
 /// What the client said it can do.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,14 +46,20 @@ pub struct Capabilities {
     pub elicit: bool,
     /// It declared `sampling`.
     pub sample: bool,
+    /// It declared `roots`.
+    pub roots: bool,
 }
 
 impl Capabilities {
     /// `Err` (the message for the guest) unless the client declared `ask`.
-    fn can(self, ask: Ask) -> Result<(), String> {
+    pub fn can(self, ask: Ask) -> Result<(), String> {
         match ask {
             Ask::Elicit if !self.elicit => Err(cannot_text("elicitation")),
             Ask::Sample if !self.sample => Err(cannot_text("sampling")),
+            Ask::Roots if !self.roots => Err(
+                "the client does not share its roots (it does not declare the `roots` capability)"
+                    .into(),
+            ),
             _ => Ok(()),
         }
     }
@@ -58,20 +69,20 @@ fn cannot_text(what: &str) -> String {
     format!("the client does not support {what}; ask the user in the tool's result instead")
 }
 
-fn cannot(what: &str) -> ServiceError {
-    ServiceError::Refused(cannot_text(what))
-}
-
-/// The wire JSON of an `elicitation/create` request.
-pub fn elicit_request(message: &str, schema: &Value) -> Value {
-    json!({
-        "method": "elicitation/create",
-        "params": {"mode": "form", "message": message, "requestedSchema": schema},
-    })
+/// The wire JSON of the request that asks `question`.
+pub fn question_request(question: &Question) -> Value {
+    match question {
+        Question::Elicit { message, schema } => json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": message, "requestedSchema": schema},
+        }),
+        Question::Sample(request) => sample_request(request),
+        Question::Roots => json!({"method": "roots/list", "params": {}}),
+    }
 }
 
 /// The wire JSON of a `sampling/createMessage` request.
-pub fn sample_request(request: &SampleRequest) -> Value {
+fn sample_request(request: &SampleRequest) -> Value {
     let messages: Vec<Value> = request
         .messages
         .iter()
@@ -87,31 +98,51 @@ pub fn sample_request(request: &SampleRequest) -> Value {
     json!({"method": "sampling/createMessage", "params": params})
 }
 
+/// Read the client's answer `value` to a question of kind `kind`.
+///
+/// # Errors
+///
+/// The answer is not of the kind's shape; the message is for the guest.
+pub fn parse_answer(kind: Ask, value: &Value) -> Result<Answer, String> {
+    match kind {
+        Ask::Elicit => parse_elicit_result(value).map(Answer::Elicit),
+        Ask::Sample => parse_sample_result(value).map(Answer::Sample),
+        Ask::Roots => parse_roots_result(value).map(Answer::Roots),
+    }
+}
+
+/// A client's answer as an error message quotes it: its first 256 bytes.
+fn quoted(value: &Value) -> String {
+    crate::redact::truncate(&value.to_string(), 256)
+}
+
 /// Read an `ElicitResult`.
-pub fn parse_elicit_result(value: &Value) -> Result<ElicitAnswer, ServiceError> {
+fn parse_elicit_result(value: &Value) -> Result<ElicitAnswer, String> {
     match value.get("action").and_then(Value::as_str) {
         Some("accept") => Ok(ElicitAnswer::Accept(
             value.get("content").cloned().unwrap_or_else(|| json!({})),
         )),
         Some("decline") => Ok(ElicitAnswer::Decline),
         Some("cancel") => Ok(ElicitAnswer::Cancel),
-        _ => Err(ServiceError::Refused(format!(
-            "the client's elicitation answer is malformed: {value}"
-        ))),
+        _ => Err(format!(
+            "the client's elicitation answer is malformed: {}",
+            quoted(value)
+        )),
     }
 }
 
 /// Read a `CreateMessageResult`.
-pub fn parse_sample_result(value: &Value) -> Result<SampleAnswer, ServiceError> {
+fn parse_sample_result(value: &Value) -> Result<SampleAnswer, String> {
     let content = value.get("content");
     let text = content
         .and_then(|c| c.get("text"))
         .or_else(|| content.and_then(|c| c.get(0)).and_then(|c| c.get("text")))
         .and_then(Value::as_str);
     let Some(text) = text else {
-        return Err(ServiceError::Refused(format!(
-            "the client's sampling answer has no text: {value}"
-        )));
+        return Err(format!(
+            "the client's sampling answer has no text: {}",
+            quoted(value)
+        ));
     };
     Ok(SampleAnswer {
         text: text.to_owned(),
@@ -127,6 +158,27 @@ pub fn parse_sample_result(value: &Value) -> Result<SampleAnswer, ServiceError> 
     })
 }
 
+/// Read a `ListRootsResult`: its first [`MAX_CLIENT_ROOTS`] roots that
+/// have a URI.
+fn parse_roots_result(value: &Value) -> Result<Vec<ClientRoot>, String> {
+    let Some(roots) = value.get("roots").and_then(Value::as_array) else {
+        return Err(format!(
+            "the client's roots answer has no `roots` list: {}",
+            quoted(value)
+        ));
+    };
+    Ok(roots
+        .iter()
+        .filter_map(|root| {
+            Some(ClientRoot {
+                uri: root.get("uri")?.as_str()?.to_owned(),
+                name: root.get("name").and_then(Value::as_str).map(str::to_owned),
+            })
+        })
+        .take(MAX_CLIENT_ROOTS)
+        .collect())
+}
+
 /// Initialize-era services: real requests to the client.
 pub struct PeerServices {
     /// The connection.
@@ -136,20 +188,15 @@ pub struct PeerServices {
 }
 
 impl PeerServices {
-    async fn ask(peer: Peer<RoleServer>, request: Value) -> Result<Value, ServiceError> {
+    async fn request(peer: &Peer<RoleServer>, request: Value) -> Result<Value, String> {
         let request: ServerRequest = serde_json::from_value(request)
-            .map_err(|error| ServiceError::Refused(format!("malformed request: {error}")))?;
+            .map_err(|error| format!("malformed request: {error}"))?;
         match tokio::time::timeout(ASK_TIMEOUT, peer.send_request(request)).await {
-            Err(_) => Err(ServiceError::Refused(
-                "the client did not answer in time".into(),
-            )),
-            Ok(Err(error)) => Err(ServiceError::Refused(format!(
-                "the client refused: {error}"
-            ))),
+            Err(_) => Err("the client did not answer in time".into()),
+            Ok(Err(error)) => Err(format!("the client refused: {error}")),
             Ok(Ok(result)) => {
                 let result: ClientResult = result;
-                serde_json::to_value(&result)
-                    .map_err(|error| ServiceError::Refused(format!("unreadable answer: {error}")))
+                serde_json::to_value(&result).map_err(|error| format!("unreadable answer: {error}"))
             }
         }
     }
@@ -160,27 +207,23 @@ impl ClientServices for PeerServices {
         self.capabilities.can(ask)
     }
 
-    fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
+    fn ask(&self, questions: Vec<PendingInput>) -> ServiceFuture<Vec<Result<Answer, String>>> {
         let peer = self.peer.clone();
-        let capable = self.capabilities.elicit;
+        let capabilities = self.capabilities;
         Box::pin(async move {
-            if !capable {
-                return Err(cannot("elicitation"));
+            // One after another: a user answers one form at a time.
+            let mut answers = Vec::with_capacity(questions.len());
+            for question in questions {
+                let kind = question.ask.kind();
+                let answer = match capabilities.can(kind) {
+                    Err(reason) => Err(reason),
+                    Ok(()) => PeerServices::request(&peer, question_request(&question.ask))
+                        .await
+                        .and_then(|value| parse_answer(kind, &value)),
+                };
+                answers.push(answer);
             }
-            let answer = PeerServices::ask(peer, elicit_request(&message, &schema)).await?;
-            parse_elicit_result(&answer)
-        })
-    }
-
-    fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer> {
-        let peer = self.peer.clone();
-        let capable = self.capabilities.sample;
-        Box::pin(async move {
-            if !capable {
-                return Err(cannot("sampling"));
-            }
-            let answer = PeerServices::ask(peer, sample_request(&request)).await?;
-            parse_sample_result(&answer)
+            Ok(answers)
         })
     }
 }
@@ -189,7 +232,6 @@ impl ClientServices for PeerServices {
 pub struct ReplayServices {
     answers: BTreeMap<String, Value>,
     capabilities: Capabilities,
-    asked: Mutex<(u32, u32)>,
 }
 
 impl ReplayServices {
@@ -198,45 +240,33 @@ impl ReplayServices {
         ReplayServices {
             answers,
             capabilities,
-            asked: Mutex::new((0, 0)),
         }
     }
 
-    fn next_key(&self, elicit: bool) -> String {
-        let mut asked = match self.asked.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if elicit {
-            asked.0 += 1;
-            format!("elicit-{}", asked.0 - 1)
-        } else {
-            asked.1 += 1;
-            format!("sample-{}", asked.1 - 1)
-        }
-    }
-}
-
-impl ReplayServices {
-    /// The answer already given to question `key`, or stop to ask it.
-    fn elicit_keyed(
+    /// The answers known for `questions`, in order, or the questions that
+    /// have none yet (those the client can be asked).
+    pub fn lookup(
         &self,
-        key: String,
-        message: String,
-        schema: Value,
-    ) -> ServiceFuture<ElicitAnswer> {
-        let outcome = if !self.capabilities.elicit {
-            Err(cannot("elicitation"))
-        } else {
-            match self.answers.get(&key) {
-                Some(answer) => parse_elicit_result(answer),
-                None => Err(ServiceError::InputRequired(PendingInput {
-                    key,
-                    ask: PendingAsk::Elicit { message, schema },
-                })),
+        questions: &[PendingInput],
+    ) -> Result<Vec<Result<Answer, String>>, Vec<PendingInput>> {
+        let mut answers = Vec::with_capacity(questions.len());
+        let mut missing = Vec::new();
+        for question in questions {
+            let kind = question.ask.kind();
+            if let Err(reason) = self.capabilities.can(kind) {
+                answers.push(Err(reason));
+                continue;
             }
-        };
-        Box::pin(async move { outcome })
+            match self.answers.get(&question.key) {
+                Some(value) => answers.push(parse_answer(kind, value)),
+                None => missing.push(question.clone()),
+            }
+        }
+        if missing.is_empty() {
+            Ok(answers)
+        } else {
+            Err(missing)
+        }
     }
 }
 
@@ -245,29 +275,8 @@ impl ClientServices for ReplayServices {
         self.capabilities.can(ask)
     }
 
-    fn elicit(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
-        let key = self.next_key(true);
-        self.elicit_keyed(key, message, schema)
-    }
-
-    fn confirm(&self, message: String, schema: Value) -> ServiceFuture<ElicitAnswer> {
-        // Its own key, so the guest's questions keep theirs.
-        self.elicit_keyed(crate::dispatch::CONFIRM_KEY.to_owned(), message, schema)
-    }
-
-    fn sample(&self, request: SampleRequest) -> ServiceFuture<SampleAnswer> {
-        let key = self.next_key(false);
-        let outcome = if !self.capabilities.sample {
-            Err(cannot("sampling"))
-        } else {
-            match self.answers.get(&key) {
-                Some(answer) => parse_sample_result(answer),
-                None => Err(ServiceError::InputRequired(PendingInput {
-                    key,
-                    ask: PendingAsk::Sample(request),
-                })),
-            }
-        };
+    fn ask(&self, questions: Vec<PendingInput>) -> ServiceFuture<Vec<Result<Answer, String>>> {
+        let outcome = self.lookup(&questions).map_err(ServiceError::InputRequired);
         Box::pin(async move { outcome })
     }
 }
@@ -409,24 +418,46 @@ mod tests {
             Capabilities {
                 elicit: true,
                 sample: true,
+                roots: true,
             },
         );
-        let first = futures_lite(services.elicit("a".into(), json!({})));
-        assert_eq!(first, Ok(ElicitAnswer::Decline));
-        match futures_lite(services.elicit("b".into(), json!({}))) {
-            Err(ServiceError::InputRequired(pending)) => assert_eq!(pending.key, "elicit-1"),
+        let elicit = |key: &str| PendingInput {
+            key: key.into(),
+            ask: Question::Elicit {
+                message: "a".into(),
+                schema: json!({}),
+            },
+        };
+        let first = futures_lite(services.ask(vec![elicit("elicit-0")]));
+        assert_eq!(first, Ok(vec![Ok(Answer::Elicit(ElicitAnswer::Decline))]));
+        // A batch stops on every question not answered, not only the first.
+        match futures_lite(services.ask(vec![
+            elicit("elicit-0"),
+            elicit("user_name"),
+            PendingInput {
+                key: "roots-0".into(),
+                ask: Question::Roots,
+            },
+        ])) {
+            Err(ServiceError::InputRequired(pending)) => {
+                let keys: Vec<&str> = pending.iter().map(|p| p.key.as_str()).collect();
+                assert_eq!(keys, ["user_name", "roots-0"]);
+            }
             other => panic!("expected input required, got {other:?}"),
         }
+        // A question the client cannot answer gets its own refusal.
         let refused = ReplayServices::new(BTreeMap::new(), Capabilities::default());
-        assert!(matches!(
-            futures_lite(refused.sample(SampleRequest {
+        let answers = futures_lite(refused.ask(vec![PendingInput {
+            key: "sample-0".into(),
+            ask: Question::Sample(SampleRequest {
                 messages: vec![],
                 system_prompt: None,
                 max_tokens: 1,
-                temperature: None
-            })),
-            Err(ServiceError::Refused(_))
-        ));
+                temperature: None,
+            }),
+        }]))
+        .expect("answered");
+        assert!(matches!(answers.as_slice(), [Err(_)]));
     }
 
     /// Run a ready future (these never wait).

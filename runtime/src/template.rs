@@ -39,6 +39,17 @@ enum Part {
 }
 
 impl UriTemplate {
+    /// Its variables' names, in order.
+    pub fn variables(&self) -> impl Iterator<Item = &str> {
+        self.segments
+            .iter()
+            .flatten()
+            .filter_map(|part| match part {
+                Part::Variable(name) => Some(name.as_str()),
+                Part::Literal(_) => None,
+            })
+    }
+
     /// Compile `template`.
     ///
     /// # Errors

@@ -69,6 +69,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
                 caller: None,
                 lane: toolcage::dispatch::Lane::Pooled,
                 declared: None,
+                task: None,
             },
         )
         .await;

@@ -88,6 +88,7 @@ async def test_lists_and_gets_prompts(setup, era):
         "test_prompt_with_arguments",
         "test_prompt_with_embedded_resource",
         "test_prompt_with_image",
+        "test_input_required_result_prompt",
     } == set(prompts)
     arguments = {a.name: a for a in prompts["test_prompt_with_arguments"].arguments}
     assert set(arguments) == {"arg1", "arg2"}
@@ -137,7 +138,7 @@ async def test_tool_only_components_load_beside_resources(setup, era):
         assert {"bad_output", "test_simple_text"} <= names
         result = await client.call_tool("test_simple_text", {})
         assert not result.is_error, text_of(result)
-        assert len((await client.list_prompts()).prompts) == 4
+        assert len((await client.list_prompts()).prompts) == 5
 
 
 async def test_cli_list_shows_tool_only_and_full_components(setup):

@@ -18,8 +18,11 @@ use syn::{Expr, ExprLit, FnArg, ItemFn, Lit, LitStr, Meta, Token};
 /// into a toolcage tool. See the `toolcage-guest` crate docs.
 ///
 /// Options: `name = "..."` (default: the function name), `title = "..."`,
-/// `description = "..."` (default: the doc comment), and the annotation
-/// flags `read_only`, `destructive`, `idempotent`, `open_world`.
+/// `description = "..."` (default: the doc comment), the annotation flags
+/// `read_only`, `destructive`, `idempotent`, `open_world`, and (contract
+/// 0.2.0) `icon = "https://..."` (repeatable), `task = "optional"` or
+/// `"required"`, `task_start = "on_begin_task"`, and
+/// `needs(sampling, elicitation, roots)`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let options = syn::parse_macro_input!(attr as ToolOptions);
@@ -39,6 +42,10 @@ struct ToolOptions {
     destructive: bool,
     idempotent: bool,
     open_world: bool,
+    icons: Vec<LitStr>,
+    task: Option<LitStr>,
+    task_start: Option<LitStr>,
+    needs: Vec<syn::Ident>,
 }
 
 impl Parse for ToolOptions {
@@ -54,6 +61,56 @@ impl Parse for ToolOptions {
                 (Meta::Path(_), "destructive") => options.destructive = true,
                 (Meta::Path(_), "idempotent") => options.idempotent = true,
                 (Meta::Path(_), "open_world") => options.open_world = true,
+                (Meta::List(list), "needs") => {
+                    let names = list
+                        .parse_args_with(Punctuated::<syn::Ident, Token![,]>::parse_terminated)?;
+                    for name in names {
+                        if !["sampling", "elicitation", "roots"]
+                            .contains(&name.to_string().as_str())
+                        {
+                            return Err(syn::Error::new_spanned(
+                                &name,
+                                "`needs` takes `sampling`, `elicitation` and `roots`",
+                            ));
+                        }
+                        options.needs.push(name);
+                    }
+                }
+                (Meta::NameValue(nv), "icon" | "task" | "task_start") => {
+                    let Expr::Lit(ExprLit {
+                        lit: Lit::Str(value),
+                        ..
+                    }) = &nv.value
+                    else {
+                        return Err(syn::Error::new_spanned(
+                            &nv.value,
+                            format!("`{key}` takes a string literal"),
+                        ));
+                    };
+                    match key.as_str() {
+                        "icon" => options.icons.push(value.clone()),
+                        "task" => {
+                            if !["forbidden", "optional", "required"]
+                                .contains(&value.value().as_str())
+                            {
+                                return Err(syn::Error::new_spanned(
+                                    value,
+                                    "`task` is \"forbidden\", \"optional\" or \"required\"",
+                                ));
+                            }
+                            options.task = Some(value.clone());
+                        }
+                        _ => {
+                            if !["with_call", "on_begin_task"].contains(&value.value().as_str()) {
+                                return Err(syn::Error::new_spanned(
+                                    value,
+                                    "`task_start` is \"with_call\" or \"on_begin_task\"",
+                                ));
+                            }
+                            options.task_start = Some(value.clone());
+                        }
+                    }
+                }
                 (Meta::NameValue(nv), "name" | "title" | "description") => {
                     let Expr::Lit(ExprLit {
                         lit: Lit::Str(value),
@@ -78,7 +135,8 @@ impl Parse for ToolOptions {
                         format!(
                             "unknown tool option `{key}`; expected `name = \"..\"`, \
                              `title = \"..\"`, `description = \"..\"`, `read_only`, \
-                             `destructive`, `idempotent` or `open_world`"
+                             `destructive`, `idempotent`, `open_world`, `icon = \"..\"`, \
+                             `task = \"..\"`, `task_start = \"..\"` or `needs(..)`"
                         ),
                     ));
                 }
@@ -140,6 +198,20 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<proc_macro2::To
             ));
         }
     };
+    let icons = options.icons.iter();
+    let task = match options.task.as_ref().map(LitStr::value).as_deref() {
+        Some("optional") => quote!(::toolcage_guest::TaskSupport::Optional),
+        Some("required") => quote!(::toolcage_guest::TaskSupport::Required),
+        _ => quote!(::toolcage_guest::TaskSupport::Forbidden),
+    };
+    let task_start = match options.task_start.as_ref().map(LitStr::value).as_deref() {
+        Some("on_begin_task") => quote!(::toolcage_guest::TaskStart::OnBeginTask),
+        _ => quote!(::toolcage_guest::TaskStart::WithCall),
+    };
+    let needs = options.needs.iter().map(|name| {
+        let flag = syn::Ident::new(&name.to_string().to_uppercase(), name.span());
+        quote!(| ::toolcage_guest::ClientNeeds::#flag)
+    });
     Ok(quote! {
         #function
 
@@ -156,6 +228,10 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<proc_macro2::To
                         idempotent: #idempotent,
                         open_world: #open_world,
                     })
+                    #(.icon(::toolcage_guest::Icon::new(#icons)))*
+                    .task(#task)
+                    .task_start(#task_start)
+                    .needs(::toolcage_guest::ClientNeeds::empty() #(#needs)*)
             }
         }
     })

@@ -105,6 +105,14 @@ pub struct ToolDescriptor {
     pub output_schema: Option<Arc<Map<String, Value>>>,
     /// Hints.
     pub annotations: Annotations,
+    /// Icons (checked).
+    pub icons: Vec<crate::call::Icon>,
+    /// Whether and when calls run as tasks, as the component declared it
+    /// (the operator's `tasks` overrides it: `Policy::tasks`).
+    pub execution: crate::call::Execution,
+    /// What the client must be able to do, as the component declared it
+    /// (the operator's `requires_client` adds to it).
+    pub needs: crate::config::ClientNeeds,
 }
 
 /// A validated descriptor with its compiled schemas: built once per file

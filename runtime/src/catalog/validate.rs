@@ -91,6 +91,7 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
             resource.description.as_deref(),
             MAX_DESCRIPTION_BYTES,
         )?;
+        check_icons("resource", &resource.uri, &resource.icons)?;
         if !uris.insert(resource.uri.as_str()) {
             return Err(format!("lists resource `{}` twice", resource.uri));
         }
@@ -128,6 +129,7 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
             template.description.as_deref(),
             MAX_DESCRIPTION_BYTES,
         )?;
+        check_icons("resource template", key, &template.icons)?;
         if !templates.insert(key.as_str()) {
             return Err(format!("lists resource template `{key}` twice"));
         }
@@ -149,6 +151,7 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
             prompt.description.as_deref(),
             MAX_DESCRIPTION_BYTES,
         )?;
+        check_icons("prompt", &prompt.name, &prompt.icons)?;
         if !names.insert(prompt.name.as_str()) {
             return Err(format!("lists prompt `{}` twice", prompt.name));
         }
@@ -192,6 +195,79 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
         }
     }
     Ok(compiled)
+}
+
+/// Most icons one tool, resource, template or prompt may have.
+pub const MAX_ICONS: usize = 8;
+/// Longest icon `src`: a `data:` URI carries the image itself.
+pub const MAX_ICON_SRC_BYTES: usize = 64 * 1024;
+/// Most sizes one icon may list.
+pub const MAX_ICON_SIZES: usize = 16;
+
+/// Check the icons of `what` `key`: at most [`MAX_ICONS`], each an
+/// `https:` URL or a `data:image/...` URI (nothing a client would fetch
+/// over plain HTTP, open from disk or run), an `image/` MIME type, sizes
+/// `WxH` or `any`.
+fn check_icons(what: &str, key: &str, icons: &[crate::call::Icon]) -> Result<(), String> {
+    let bad = |why: String| Err(format!("{what} `{}` has an icon {why}", truncated(key)));
+    if icons.len() > MAX_ICONS {
+        return Err(format!(
+            "{what} `{}` has {} icons, over the limit of {MAX_ICONS}",
+            truncated(key),
+            icons.len()
+        ));
+    }
+    for icon in icons {
+        let src = icon.src.as_str();
+        if src.len() > MAX_ICON_SRC_BYTES {
+            return bad(format!(
+                "whose `src` is {} bytes, over the limit of {MAX_ICON_SRC_BYTES}",
+                src.len()
+            ));
+        }
+        let scheme_ok =
+            starts_with_ignore_case(src, "https://") || starts_with_ignore_case(src, "data:image/");
+        if !scheme_ok || src.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+            return bad(format!(
+                "whose `src` `{}` is not an `https:` URL or a `data:image/...` URI",
+                truncated(src)
+            ));
+        }
+        if let Some(mime) = &icon.mime_type
+            && (mime.len() > MAX_NAME_BYTES || !starts_with_ignore_case(mime, "image/"))
+        {
+            return bad(format!(
+                "whose MIME type `{}` is not an `image/` type",
+                truncated(mime)
+            ));
+        }
+        if icon.sizes.len() > MAX_ICON_SIZES {
+            return bad(format!(
+                "with {} sizes, over the limit of {MAX_ICON_SIZES}",
+                icon.sizes.len()
+            ));
+        }
+        for size in &icon.sizes {
+            let well_formed = size == "any"
+                || size.split_once('x').is_some_and(|(w, h)| {
+                    [w, h].iter().all(|n| {
+                        (1..=5).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit())
+                    })
+                });
+            if !well_formed {
+                return bad(format!(
+                    "size `{}`: sizes are `WxH` (`48x48`) or `any`",
+                    truncated(size)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len()
+        && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
 /// At most 64 characters of `text` (escaped), to name an offending value
@@ -258,6 +334,7 @@ pub(super) fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ToolSp
             Schema::compile(schema)
                 .map_err(|error| format!("tool `{}` has an invalid {kind} schema: {error}", d.name))
         };
+        check_icons("tool", &d.name, &d.icons)?;
         let input_validator = compile("input", &input_schema)?;
         let output_validator = match &output_schema {
             Some(schema) => Some(compile("output", schema)?),
@@ -271,6 +348,9 @@ pub(super) fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ToolSp
                 input_schema: Arc::new(input_schema),
                 output_schema: output_schema.map(Arc::new),
                 annotations: d.annotations,
+                icons: d.icons,
+                execution: d.execution,
+                needs: d.needs,
             },
             input_validator,
             output_validator,
@@ -340,6 +420,7 @@ mod tests {
             input_schema: input.into(),
             output_schema: output.map(str::to_owned),
             annotations: Annotations::default(),
+            ..RawDescriptor::default()
         }
     }
 

@@ -34,6 +34,9 @@ pub const DEFAULT_FUEL: u64 = 10_000_000_000;
 /// Default wall-clock deadline per call: 30 s, a common client-side timeout
 /// for a tool call.
 pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+
+/// Default deadline of a call that runs as a task: ten minutes.
+pub const DEFAULT_TASK_DEADLINE_MS: u64 = 600_000;
 /// Default cap on a call's linear memory: 128 MiB is ample for text tools and
 /// keeps 64 concurrent calls within a few GiB.
 pub const DEFAULT_MEMORY_MIB: u64 = 128;
@@ -93,6 +96,39 @@ pub struct Config {
     pub callers: Vec<CallerRule>,
     /// How tools are installed (`[install]`, `[[sources]]`).
     pub install: Install,
+    /// Tasks: how many, how long they are kept (`[tasks]`).
+    pub tasks: TaskSettings,
+}
+
+/// The bounds on MCP tasks (`[tasks]`): calls that run on after their
+/// request, whose state the server keeps until the client reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSettings {
+    /// Tasks one client may hold at once (running or kept), past which a
+    /// call that would start one is refused.
+    pub max_per_client: usize,
+    /// Tasks the server holds at once, across clients.
+    pub max_total: usize,
+    /// How long a task is kept from its creation, in milliseconds (its
+    /// `ttlMs`): one still running then is cancelled.
+    pub ttl_ms: u64,
+    /// The polling interval suggested to clients, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// Bytes of finished tasks' results kept at once; past it, the oldest
+    /// finished tasks are dropped before their time.
+    pub max_retained_bytes: u64,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        TaskSettings {
+            max_per_client: 64,
+            max_total: 1024,
+            ttl_ms: 3_600_000,
+            poll_interval_ms: 500,
+            max_retained_bytes: 256 * 1024 * 1024,
+        }
+    }
 }
 
 /// What the operator decides about one plain component's functions
@@ -273,6 +309,9 @@ pub struct Policy {
     /// (`requires_client`): a 2026-07-28 request that does not declare
     /// them is refused before anything runs.
     pub requires_client: ClientNeeds,
+    /// Whether its calls run as tasks (`tasks`), overriding what the
+    /// component declares; `None` follows the component.
+    pub tasks: Option<crate::call::TaskSupport>,
 }
 
 /// Client capabilities a tool needs to do its work: the client services it
@@ -285,6 +324,9 @@ pub struct ClientNeeds {
     pub elicitation: bool,
     /// The client's roots (`roots/list`).
     pub roots: bool,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`): set for a
+    /// tool whose calls run only as tasks, never by `requires_client`.
+    pub tasks: bool,
 }
 
 impl ClientNeeds {
@@ -296,6 +338,17 @@ impl ClientNeeds {
         self == ClientNeeds::default()
     }
 
+    /// What either needs.
+    #[must_use]
+    pub fn union(self, other: ClientNeeds) -> ClientNeeds {
+        ClientNeeds {
+            sampling: self.sampling || other.sampling,
+            elicitation: self.elicitation || other.elicitation,
+            tasks: self.tasks || other.tasks,
+            roots: self.roots || other.roots,
+        }
+    }
+
     /// What `self` needs that `declared` lacks.
     #[must_use]
     pub fn missing(self, declared: ClientNeeds) -> ClientNeeds {
@@ -303,6 +356,7 @@ impl ClientNeeds {
             sampling: self.sampling && !declared.sampling,
             elicitation: self.elicitation && !declared.elicitation,
             roots: self.roots && !declared.roots,
+            tasks: self.tasks && !declared.tasks,
         }
     }
 
@@ -318,14 +372,19 @@ impl ClientNeeds {
         true
     }
 
-    /// The names of the capabilities set, in [`ClientNeeds::NAMES`] order.
+    /// The names of the capabilities set, in [`ClientNeeds::NAMES`] order
+    /// (then the tasks extension, by its name).
     pub fn names(self) -> Vec<&'static str> {
         let flags = [self.sampling, self.elicitation, self.roots];
-        ClientNeeds::NAMES
+        let mut names: Vec<&'static str> = ClientNeeds::NAMES
             .into_iter()
             .zip(flags)
             .filter_map(|(name, set)| set.then_some(name))
-            .collect()
+            .collect();
+        if self.tasks {
+            names.push("the tasks extension (io.modelcontextprotocol/tasks)");
+        }
+        names
     }
 }
 
@@ -377,6 +436,9 @@ pub struct Limits {
     pub max_result_bytes: u64,
     /// Calls of this tool that may run at once.
     pub max_concurrent: u32,
+    /// Wall-clock deadline of a call that runs as a task, in milliseconds
+    /// (its client is not waiting on one request, so it may be longer).
+    pub task_deadline_ms: u64,
 }
 
 impl Default for Limits {
@@ -387,6 +449,7 @@ impl Default for Limits {
             memory_bytes: DEFAULT_MEMORY_MIB * 1024 * 1024,
             max_result_bytes: DEFAULT_MAX_RESULT_KIB * 1024,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
+            task_deadline_ms: DEFAULT_TASK_DEADLINE_MS,
         }
     }
 }
@@ -394,6 +457,7 @@ impl Default for Limits {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            tasks: TaskSettings::default(),
             source: None,
             tools_dir: None,
             cache_dir: None,

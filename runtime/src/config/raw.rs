@@ -170,7 +170,30 @@ impl Config {
         install
             .lock_file
             .get_or_insert_with(|| base.join(super::install::LOCK_FILE_NAME));
+        let tasks = raw
+            .tasks
+            .resolve()
+            .map_err(|e| invalid_field(e.under("tasks")))?;
+        // A task is kept for `ttl_ms` from its creation, so a call that runs
+        // as one must end before that.
+        for (key, policy) in std::iter::once(("defaults".to_owned(), &defaults)).chain(
+            tools
+                .iter()
+                .map(|(name, p)| (format!("tools.{}", toml_key(name)), p)),
+        ) {
+            if policy.limits.task_deadline_ms > tasks.ttl_ms {
+                return Err(invalid(
+                    format!("{key}.task_deadline_ms"),
+                    policy.limits.task_deadline_ms.to_string(),
+                    &format!(
+                        "must be at most `tasks.ttl_ms` ({}): a task is kept that long from its creation",
+                        tasks.ttl_ms
+                    ),
+                ));
+            }
+        }
         Ok(Config {
+            tasks,
             callers,
             install,
             source: Some(path.to_owned()),
@@ -211,6 +234,40 @@ struct RawConfig {
     install: super::install::RawInstall,
     #[serde(default)]
     sources: Vec<super::install::RawSource>,
+    #[serde(default)]
+    tasks: RawTasks,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTasks {
+    max_per_client: Option<u64>,
+    max_total: Option<u64>,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: Option<u64>,
+    max_retained_mib: Option<u64>,
+}
+
+impl RawTasks {
+    fn resolve(&self) -> Result<TaskSettings, FieldError> {
+        let mut tasks = TaskSettings::default();
+        if let Some(n) = range("max_per_client", self.max_per_client, 1, 100_000)? {
+            tasks.max_per_client = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = range("max_total", self.max_total, 1, 1_000_000)? {
+            tasks.max_total = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = range("ttl_ms", self.ttl_ms, 1_000, 7 * 86_400_000)? {
+            tasks.ttl_ms = ms;
+        }
+        if let Some(ms) = range("poll_interval_ms", self.poll_interval_ms, 1, 3_600_000)? {
+            tasks.poll_interval_ms = ms;
+        }
+        if let Some(mib) = range("max_retained_mib", self.max_retained_mib, 1, 1024 * 1024)? {
+            tasks.max_retained_bytes = mib * 1024 * 1024;
+        }
+        Ok(tasks)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -442,6 +499,8 @@ struct RawPolicy {
     journal_arguments: Option<String>,
     file: Option<PathBuf>,
     requires_client: Option<Vec<String>>,
+    tasks: Option<String>,
+    task_deadline_ms: Option<u64>,
 }
 
 /// An environment variable's source: a literal, toolcage's own variable,
@@ -547,6 +606,26 @@ impl RawPolicy {
                 None => base.requires_client,
                 Some(names) => parse_client_needs(names)?,
             },
+            tasks: match &self.tasks {
+                None => base.tasks,
+                Some(text) => Some(
+                    crate::call::TaskSupport::NAMES
+                        .iter()
+                        .zip([
+                            crate::call::TaskSupport::Forbidden,
+                            crate::call::TaskSupport::Optional,
+                            crate::call::TaskSupport::Required,
+                        ])
+                        .find_map(|(name, support)| (*name == text).then_some(support))
+                        .ok_or_else(|| {
+                            FieldError::new(
+                                "tasks".into(),
+                                format!("{text:?}"),
+                                "must be \"forbidden\", \"optional\" or \"required\"".into(),
+                            )
+                        })?,
+                ),
+            },
             file: match &self.file {
                 None => None,
                 Some(file) if file.as_os_str().is_empty() => {
@@ -581,6 +660,14 @@ impl RawPolicy {
             "must be between 1 and 86400000 (one day)",
         )? {
             limits.deadline_ms = ms;
+        }
+        if let Some(ms) = check(
+            "task_deadline_ms",
+            self.task_deadline_ms,
+            1..=7 * 86_400_000,
+            "must be between 1 and 604800000 (one week)",
+        )? {
+            limits.task_deadline_ms = ms;
         }
         if let Some(mib) = check(
             "memory_mib",

@@ -127,5 +127,6 @@ pub(super) async fn check_output(
         structured,
         is_error: result.is_error,
         input_required: None,
+        failure: None,
     }
 }

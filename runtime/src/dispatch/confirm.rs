@@ -21,13 +21,13 @@ pub(super) fn needs_confirmation(policy: &Policy, tool: &LoadedTool) -> bool {
 pub(super) enum Confirmation {
     Confirmed,
     /// 2026-07-28: the question goes back to the client first.
-    Ask(PendingInput),
+    Ask(Vec<PendingInput>),
     /// Declined, dismissed, or impossible; the message says which.
     Refused(String),
 }
 
 /// The elicitation key of the host's own confirmation question (a guest's
-/// questions are `elicit-N`, so they never collide).
+/// questions are `elicit-N` or its own keys, never `toolcage-...`).
 pub const CONFIRM_KEY: &str = "toolcage-confirm";
 
 /// Ask the user to confirm a call of `name` with `arguments`.
@@ -64,7 +64,10 @@ pub(super) async fn confirm(
         },
         "required": ["confirm"]
     });
-    match services.confirm(message, schema).await {
+    match services
+        .confirm(CONFIRM_KEY.to_owned(), message, schema)
+        .await
+    {
         Ok(ElicitAnswer::Accept(content))
             if content.get("confirm").and_then(Value::as_bool) != Some(false) =>
         {

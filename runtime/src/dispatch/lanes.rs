@@ -137,6 +137,20 @@ impl Lanes {
         }
     }
 
+    /// Start `work` (a call that outlives its request: an MCP task) on its
+    /// own, on the spill workers when there are some (never on the thread
+    /// that reads requests), else on the current runtime.
+    pub fn spawn<F>(&self, work: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.spill {
+            Some(spill) => spill.spawn(work),
+            None => tokio::spawn(work),
+        }
+    }
+
     /// Start a call's after-work off its path, as a task: `teardown` (drop
     /// its store, then its permits) and then `guest` (make the component's
     /// next instance, made knowing whether it starts on the serving thread:

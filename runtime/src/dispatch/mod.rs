@@ -101,6 +101,10 @@ pub struct CallContext<'a> {
     /// revisions, and the CLI: the services say what is missing when the
     /// tool asks).
     pub declared: Option<ClientNeeds>,
+    /// Set when the call runs as an MCP task (or may become one): it runs
+    /// under the tool's `task_deadline_ms`, and its journal line names the
+    /// task's id once the slot holds one.
+    pub task: Option<Arc<std::sync::OnceLock<String>>>,
 }
 
 /// A call that could not even be attempted: a protocol-level error.
@@ -192,6 +196,14 @@ pub enum ServeError {
     /// The component failed (trap, limit, cancellation).
     #[error("{0}")]
     Failed(String),
+    /// The component stopped to ask the client these first (a prompt get
+    /// on 2026-07-28, replay).
+    #[error("input required")]
+    InputRequired(Vec<crate::call::PendingInput>),
+    /// Nothing to complete: no such argument of the prompt, or variable of
+    /// the template (the message says which exist).
+    #[error("{0}")]
+    UnknownArgument(String),
 }
 
 /// What a finished call returns to the protocol layer.
@@ -205,7 +217,11 @@ pub struct CallOutput {
     pub is_error: bool,
     /// Set when the call stopped to ask the client first (2026-07-28): the
     /// protocol layer turns it into an input-required result.
-    pub input_required: Option<PendingInput>,
+    pub input_required: Option<Vec<PendingInput>>,
+    /// Set when the tool produced no result of its own: why (a trap, a
+    /// limit, cancellation); the content says it in words. A task reports
+    /// these as failed (or cancelled), not as the tool's own error.
+    pub failure: Option<CallFailure>,
 }
 
 impl CallOutput {
@@ -216,16 +232,18 @@ impl CallOutput {
             structured: None,
             is_error: true,
             input_required: None,
+            failure: None,
         }
     }
 
     /// A call stopped to ask the client `pending` first.
-    pub fn input_required(pending: PendingInput) -> Self {
+    pub fn input_required(pending: Vec<PendingInput>) -> Self {
         CallOutput {
             content: Vec::new(),
             structured: None,
             is_error: false,
             input_required: Some(pending),
+            failure: None,
         }
     }
 }
@@ -293,6 +311,14 @@ impl Dispatcher {
         }
     }
 
+    /// Journal a moment of an MCP task's life (its creation, its end), if
+    /// there is a journal. Never blocks.
+    pub fn record_task(&self, event: &crate::journal::TaskEvent<'_>) {
+        if let Some(journal) = self.current().journal {
+            journal.record_task(event);
+        }
+    }
+
     /// The configuration calls start with now.
     pub fn config(&self) -> Arc<Config> {
         self.current().config
@@ -347,6 +373,7 @@ impl Dispatcher {
             context.client,
             &self.shutdown,
         );
+        record.task = context.task.clone();
         // A shutdown ends the call where it is: dropping the phases discards
         // the store, and the `Recorder` journals the call as cancelled.
         let ended = tokio::select! {
@@ -390,6 +417,7 @@ impl Dispatcher {
             caller,
             lane,
             declared,
+            task,
         } = context;
         self.admit(name)?;
         let access = auth::access(&config.callers, caller);
@@ -399,7 +427,20 @@ impl Dispatcher {
         let tool = self.resolve(name, matches!(access, Access::Everything))?;
         record.served_by(&tool.component);
         if let Some(declared) = declared {
-            let missing = policy.requires_client.missing(declared);
+            // What the component declares it needs, and what the operator
+            // adds; a tool that runs only as a task needs the extension.
+            let task_only = policy
+                .tasks
+                .unwrap_or(tool.spec.descriptor.execution.task_support)
+                == crate::call::TaskSupport::Required;
+            let missing = policy
+                .requires_client
+                .union(tool.spec.descriptor.needs)
+                .union(ClientNeeds {
+                    tasks: task_only,
+                    ..ClientNeeds::default()
+                })
+                .missing(declared);
             if !missing.is_empty() {
                 return Err(Box::new(Stop {
                     outcome: Outcome::Refused(
@@ -443,7 +484,11 @@ impl Dispatcher {
         // where it runs (cancelled) drops its store before them.
         let sandbox = Arc::clone(&self.sandbox);
         let component = Arc::clone(&tool.component);
-        let limits = policy.limits;
+        let mut limits = policy.limits;
+        if task.is_some() {
+            // Nobody waits on a request for a task.
+            limits.deadline_ms = limits.task_deadline_ms;
+        }
         let tool_name = name.to_owned();
         let arguments_bytes = arguments_text.len();
         let cancel = cancel.clone();
@@ -683,10 +728,12 @@ async fn settle(
     let (output, cancelled) = match report.outcome {
         Ok(result) => (check_output(tool, result, limits).await, false),
         Err(CallFailure::InputRequired(pending)) => (CallOutput::input_required(pending), false),
-        Err(failure) => (
-            CallOutput::error(format!("tool `{name}` {failure}")),
-            matches!(failure, CallFailure::Cancelled),
-        ),
+        Err(failure) => {
+            let cancelled = matches!(failure, CallFailure::Cancelled);
+            let mut output = CallOutput::error(format!("tool `{name}` {failure}"));
+            output.failure = Some(failure);
+            (output, cancelled)
+        }
     };
     let message = match output.content.first() {
         Some(Content::Text(text)) if output.is_error => first_line(text),

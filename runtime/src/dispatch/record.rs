@@ -68,6 +68,8 @@ pub(super) struct Recorder<'a> {
     /// The dispatcher's shutdown, to say why a dropped call ended.
     shutdown: &'a CancellationToken,
     done: bool,
+    /// The task the call runs as, once it has an id.
+    pub(super) task: Option<Arc<std::sync::OnceLock<String>>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -91,6 +93,7 @@ impl<'a> Recorder<'a> {
             component: None,
             shutdown,
             done: false,
+            task: None,
         }
     }
 
@@ -147,6 +150,11 @@ impl<'a> Recorder<'a> {
             bytes_in: run.map_or(0, |r| r.bytes_in),
             bytes_out: run.map_or(0, |r| r.bytes_out),
             net: run.map_or(&empty, |r| &r.net),
+            task: self
+                .task
+                .as_deref()
+                .and_then(|slot| slot.get())
+                .map(String::as_str),
         });
     }
 }

@@ -1,7 +1,8 @@
-//! Resource reads and prompt gets: one run of the serving component each,
-//! under the operator's default limits, with no grants and no client
-//! services, after a server-wide permit. Not journalled (they are reads of
-//! what a component publishes, not tool calls); each has an audit line.
+//! Resource reads, prompt gets and completions: one run of the serving
+//! component each, under the operator's default limits, with no grants
+//! (a prompt get may ask the client, as a call may), after a server-wide
+//! permit. Not journalled (they are reads of what a component publishes,
+//! not tool calls); each has an audit line.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,7 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::audit;
 use super::{Dispatcher, ServeError, acquire_or_cancel};
-use crate::call::{PromptOutput, ResourceContent};
+use crate::call::{
+    CallFailure, ClientServices, Completion, CompletionRequest, CompletionTarget, PromptOutput,
+    ResourceContent,
+};
 
 impl Dispatcher {
     /// Read resource `uri` from the component that lists it (or whose
@@ -73,7 +77,8 @@ impl Dispatcher {
     }
 
     /// Get prompt `name` with `arguments` (string values). Runs like
-    /// [`Dispatcher::read_resource`].
+    /// [`Dispatcher::read_resource`], but with the client's `services`: a
+    /// prompt may ask the user before it builds.
     ///
     /// # Errors
     ///
@@ -82,6 +87,7 @@ impl Dispatcher {
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
+        services: Option<Arc<dyn ClientServices>>,
         cancel: &CancellationToken,
     ) -> Result<PromptOutput, ServeError> {
         let served = {
@@ -129,6 +135,7 @@ impl Dispatcher {
                         &owned_name,
                         &arguments,
                         &limits,
+                        services,
                         &cancel_in,
                     )
                     .await
@@ -136,10 +143,118 @@ impl Dispatcher {
             .await;
         let result = match outcome {
             Ok(Ok(output)) => Ok(output),
+            Err(CallFailure::InputRequired(pending)) => Err(ServeError::InputRequired(pending)),
             Ok(Err(message)) => Err(ServeError::Refused(format!("prompt `{name}`: {message}"))),
             Err(failure) => Err(ServeError::Failed(format!("prompt `{name}` {failure}"))),
         };
         audit("prompt", name, &component.digest, started, &result);
+        result
+    }
+
+    /// Complete `request` with the component serving its prompt or
+    /// template, after checking that the argument exists. Runs like
+    /// [`Dispatcher::read_resource`].
+    ///
+    /// # Errors
+    ///
+    /// See [`ServeError`].
+    pub async fn complete(
+        &self,
+        request: CompletionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ServeError> {
+        let catalog = self.registry.snapshot();
+        let (component, known): (_, Vec<String>) = match &request.target {
+            CompletionTarget::Prompt(name) => {
+                let Some(prompt) = catalog.prompts.get(name) else {
+                    return Err(ServeError::UnknownPrompt(name.clone()));
+                };
+                (
+                    Arc::clone(&prompt.component),
+                    prompt
+                        .descriptor
+                        .arguments
+                        .iter()
+                        .map(|a| a.name.clone())
+                        .collect(),
+                )
+            }
+            CompletionTarget::ResourceTemplate(template) => {
+                let Some(served) = catalog
+                    .templates
+                    .iter()
+                    .find(|t| t.descriptor.raw.uri_template == *template)
+                else {
+                    return Err(ServeError::UnknownResource(template.clone()));
+                };
+                (
+                    Arc::clone(&served.component),
+                    served
+                        .descriptor
+                        .uri
+                        .variables()
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+        };
+        drop(catalog);
+        let what = match &request.target {
+            CompletionTarget::Prompt(name) => format!("prompt `{name}`"),
+            CompletionTarget::ResourceTemplate(template) => {
+                format!("resource template `{template}`")
+            }
+        };
+        if !known.contains(&request.argument) {
+            return Err(ServeError::UnknownArgument(format!(
+                "{what} has no argument `{}`; its arguments are: {}",
+                crate::redact::truncate(&request.argument, 128),
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )));
+        }
+        if !component.prepared.has_completions() {
+            return Ok(Completion::default());
+        }
+        let _in_flight = self.calls.token();
+        let limits = self.config().defaults.limits;
+        let Some(permit) = acquire_or_cancel([&self.permits], cancel).await else {
+            return Err(ServeError::Failed(format!(
+                "completion for {what} was cancelled"
+            )));
+        };
+        let started = Instant::now();
+        let (sandbox, component_in, cancel_in) = (
+            Arc::clone(&self.sandbox),
+            Arc::clone(&component),
+            cancel.clone(),
+        );
+        let outcome = self
+            .lanes
+            .pooled(async move {
+                let _permit = permit;
+                sandbox
+                    .complete(&component_in.prepared, &request, &limits, &cancel_in)
+                    .await
+            })
+            .await;
+        let result = match outcome {
+            Ok(Ok(completion)) => Ok(completion),
+            Ok(Err(message)) => Err(ServeError::Refused(format!(
+                "completion for {what}: {message}"
+            ))),
+            Err(failure) => Err(ServeError::Failed(format!(
+                "completion for {what} {failure}"
+            ))),
+        };
+        audit("completion", &what, &component.digest, started, &result);
         result
     }
 }

@@ -149,6 +149,19 @@ impl CallGrants {
         })
     }
 
+    /// Nothing but the client's services (for elicitation and roots;
+    /// never sampling): what a prompt get runs with.
+    pub fn client_only(
+        client: Option<&std::sync::Arc<dyn crate::call::ClientServices>>,
+    ) -> CallGrants {
+        Grants::default().prepare(CallContext {
+            tool: "(serving a prompt)",
+            client_roots: None,
+            caller: CallerLimits::default(),
+            client,
+        })
+    }
+
     /// Give the WASI context what it carries of these grants: the
     /// directories, preopened, and the environment.
     pub fn apply(&self, wasi: &mut WasiCtxBuilder) {

@@ -67,6 +67,8 @@ impl EventForwarder {
             let wanted = match &event {
                 GuestEvent::Log { level, .. } => inner.min_level.is_some_and(|min| *level >= min),
                 GuestEvent::Progress { .. } => inner.progress_token.is_some(),
+                // For the host (`protocol::tasks`), never the client.
+                GuestEvent::BeginTask => false,
             };
             if !wanted {
                 return;
@@ -97,8 +99,11 @@ impl EventForwarder {
                         .dropped_logs
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                // The client went away; the event is moot.
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
+                // The client went away, or the event is not for it.
+                Err(
+                    mpsc::error::TrySendError::Closed(_)
+                    | mpsc::error::TrySendError::Full(GuestEvent::BeginTask),
+                ) => {}
             }
         }))
     }
@@ -170,6 +175,8 @@ async fn notify(
     event: GuestEvent,
 ) -> bool {
     match event {
+        // Said to the host, not the client (see `protocol::tasks`).
+        GuestEvent::BeginTask => true,
         GuestEvent::Log { level, message } => {
             let param = LoggingMessageNotificationParam::new(
                 to_mcp_level(level),

@@ -27,9 +27,11 @@
 mod events;
 mod notify;
 mod shape;
+mod tasks;
 
 pub use notify::{ListKind, Notifier};
 pub use shape::{to_mcp_result, to_mcp_tool};
+pub use tasks::Tasks;
 
 use events::{EventForwarder, from_mcp_level};
 use notify::{MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS, Subscribed, bounded};
@@ -40,19 +42,25 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, CustomRequest, CustomResult,
-    ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscribeRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerInfo, SetLevelRequestParams,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
 use crate::auth::{self, Caller};
-use crate::call::LogLevel;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{
+    ClientServices, CompletionRequest, CompletionTarget, GuestEvent, LogLevel, TaskStart,
+    TaskSupport,
+};
 use crate::config::ClientNeeds;
 use crate::dispatch::{CallContext, DispatchError, Dispatcher, Lane, ServeError};
 use crate::grants::files::file_uri_path;
@@ -93,6 +101,8 @@ pub struct McpServer {
     /// The resources this session subscribed to (`resources/subscribe`,
     /// initialize-era sessions only).
     subscribed: Subscribed,
+    /// The server's tasks, across connections.
+    tasks: Arc<Tasks>,
 }
 
 impl McpServer {
@@ -104,43 +114,22 @@ impl McpServer {
         lane: Lane,
     ) -> Result<CallToolResponse, McpError> {
         let stateless = is_stateless(&ctx);
+        let declared = declared_needs(&ctx);
+        if stateless
+            && declared.tasks
+            && let Some(start) = self.task_start(&request.name, &ctx)
+        {
+            return self.handle_task_call(request, ctx, declared, start).await;
+        }
         let client_roots = self.client_roots(&ctx.peer, stateless).await;
-        let declared = ctx
-            .client_capabilities()
-            .map(|caps| ClientNeeds {
-                sampling: caps.sampling.is_some(),
-                elicitation: caps.elicitation.is_some(),
-                roots: caps.roots.is_some(),
-            })
-            .unwrap_or_default();
-        let capabilities = Capabilities {
-            elicit: declared.elicitation,
-            sample: declared.sampling,
-        };
-        // 2026-07-28 calls replay with the answers so far (those in the signed
-        // state plus the ones this retry brings), bound to the call by a
-        // digest of tool and arguments. Older clients are asked directly, so
-        // none of this is computed for them.
-        let (services, replay) = if stateless {
-            let arguments =
-                serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-            let owner = caller(&ctx).map(Caller::key);
-            let digest = call_digest(owner.as_deref(), &request.name, &arguments);
-            let mut answers = match &request.request_state {
-                Some(state) => verify_state(state, &digest)
-                    .map_err(|reason| McpError::invalid_params(reason, None))?,
-                None => std::collections::BTreeMap::new(),
-            };
-            answers.extend(request.input_responses.take().unwrap_or_default());
-            let replay = ReplayServices::new(answers.clone(), capabilities);
-            (services::shared(replay), Some((digest, answers)))
-        } else {
-            let peer_services = PeerServices {
-                peer: ctx.peer.clone(),
-                capabilities,
-            };
-            (services::shared(peer_services), None)
-        };
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let (services, replay) = client_services(
+            &ctx,
+            &request.name,
+            &arguments,
+            request.request_state.as_deref(),
+            request.input_responses.take(),
+        )?;
         // The forwarder's task starts with the first event worth sending:
         // most calls send none, and a task per call is a thread hand-off
         // per call.
@@ -167,49 +156,220 @@ impl McpServer {
                     // itself, so a tool that needs more is refused as the
                     // revision says (-32021, HTTP 400) before it runs.
                     declared: stateless.then_some(declared),
+                    task: None,
                 },
             )
             .await;
         // The sink's last clone went with the call's store; wait until every
         // notification it queued is written, so none trails the response.
         forwarder.finish().await;
-        match result {
-            Ok(mut output) => match (output.input_required.take(), &replay) {
-                (Some(pending), Some((digest, answers))) => {
-                    input_required(pending, digest, answers)
-                }
-                // Only replay stops a call for input.
-                (Some(_), None) => Err(McpError::internal_error(
-                    "a call stopped for input outside a 2026-07-28 request",
-                    None,
-                )),
-                (None, _) => Ok(to_mcp_result(output).into()),
-            },
-            Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
-                format!("{error}; call tools/list for the available tools"),
-                None,
-            )),
-            Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
-                format!("{error}; tools/list shows the tools this caller may use"),
-                None,
-            )),
-            Err(error @ DispatchError::MissingClientCapability { missing, .. }) => {
-                Err(missing_capability(&error, missing))
-            }
-        }
+        respond(result, replay.as_ref())
     }
 
+    /// When a call of tool `name` by this request's caller would become a
+    /// task: `None` when it runs in its request (no such tool, one the
+    /// caller may not use, or one whose calls are not tasks; the dispatcher
+    /// then answers as for any call).
+    fn task_start(&self, name: &str, ctx: &RequestContext<RoleServer>) -> Option<TaskStart> {
+        let config = self.dispatcher.config();
+        if !auth::access(&config.callers, caller(ctx)).may_use(name) {
+            return None;
+        }
+        let catalog = self.dispatcher.registry().snapshot();
+        let descriptor = &catalog.tools.get(name)?.spec.descriptor;
+        (task_support(&config, name, descriptor) != TaskSupport::Forbidden)
+            .then_some(descriptor.execution.task_start)
+    }
+
+    /// A `tools/call` that runs as a task (see `tasks`): the call is spawned
+    /// on its own; with `start` `WithCall` the task is made first and
+    /// answered at once, with `OnBeginTask` the request waits until the
+    /// guest begins its task (then answers with it) or ends (then answers
+    /// as any call does).
+    async fn handle_task_call(
+        &self,
+        mut request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+        declared: ClientNeeds,
+        start: TaskStart,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.take().unwrap_or_default();
+        let replay = replay_answers(
+            &ctx,
+            &request.name,
+            &arguments,
+            request.request_state.as_deref(),
+            request.input_responses.take(),
+        )?;
+        let capabilities = capabilities(declared);
+        let promotion = Arc::new(tasks::Promotion::default());
+        let services = Arc::new(tasks::TaskServices {
+            replay: ReplayServices::new(replay.answers.clone(), capabilities),
+            capabilities,
+            promotion: Arc::clone(&promotion),
+        });
+        let owner = task_owner(&ctx);
+        let client = client_id(self.transport, &ctx, &self.dispatcher.config());
+        let cancel = CancellationToken::new();
+        let slot: Arc<std::sync::OnceLock<String>> = Arc::default();
+        let make_task = || {
+            let entry = self.tasks.create(
+                &owner,
+                &request.name,
+                client.clone(),
+                replay.answers.clone(),
+                cancel.clone(),
+            )?;
+            let _ = slot.set(entry.id().to_owned());
+            Ok(entry)
+        };
+        if start == TaskStart::WithCall {
+            // Made (or refused) before anything runs.
+            promotion.promote(make_task)?;
+        }
+        let (begin_tx, begin_rx) = tokio::sync::oneshot::channel::<()>();
+        let begin = Mutex::new(Some(begin_tx));
+        let promoted = Arc::clone(&promotion);
+        // A task's client polls: its progress becomes the task's status
+        // message, and nothing is sent as a notification (the request that
+        // would carry it is answered).
+        let events: crate::call::EventSink = Arc::new(move |event| match event {
+            GuestEvent::BeginTask => {
+                if let Some(tx) = begin.lock().ok().and_then(|mut b| b.take()) {
+                    let _ = tx.send(());
+                }
+            }
+            GuestEvent::Progress {
+                message: Some(message),
+                ..
+            } => {
+                if let Some(entry) = promoted.task() {
+                    entry.set_message(message);
+                }
+            }
+            _ => {}
+        });
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        {
+            let dispatcher = Arc::clone(&self.dispatcher);
+            let tasks = Arc::clone(&self.tasks);
+            let promotion = Arc::clone(&promotion);
+            let caller = caller(&ctx).cloned();
+            let client = client.clone();
+            let name = request.name.clone();
+            let cancel = cancel.clone();
+            let slot = Arc::clone(&slot);
+            let services: Arc<dyn ClientServices> = services;
+            self.dispatcher.lanes().spawn(async move {
+                let client_id = move || client.clone();
+                let result = dispatcher
+                    .call(
+                        &name,
+                        Some(arguments),
+                        CallContext {
+                            events: Some(events),
+                            cancel: &cancel,
+                            client_roots: None,
+                            services: Some(services),
+                            client: &client_id,
+                            caller: caller.as_ref(),
+                            lane: Lane::Pooled,
+                            declared: Some(declared),
+                            task: Some(slot),
+                        },
+                    )
+                    .await;
+                match promotion.end() {
+                    Some(entry) => tasks.finish(&entry, task_ending(result)),
+                    None => {
+                        let _ = done_tx.send(result);
+                    }
+                }
+            });
+        }
+        if let Some(entry) = promotion.task() {
+            return Ok(entry.created().into());
+        }
+        let mut done_rx = done_rx;
+        tokio::select! {
+            begun = begin_rx => {
+                if begun.is_ok() {
+                    match promotion.promote(make_task) {
+                        Ok(Some(entry)) => return Ok(entry.created().into()),
+                        Ok(None) => {}
+                        Err(refusal) => {
+                            // The task cannot be kept: the call stops.
+                            cancel.cancel();
+                            return Err(refusal);
+                        }
+                    }
+                }
+            }
+            result = &mut done_rx => {
+                return match result {
+                    Ok(result) => respond(result, Some(&replay)),
+                    Err(_) => Err(McpError::internal_error("the call ended without a result", None)),
+                };
+            }
+            () = ctx.ct.cancelled() => {
+                cancel.cancel();
+            }
+        }
+        match done_rx.await {
+            Ok(result) => respond(result, Some(&replay)),
+            Err(_) => Err(McpError::internal_error(
+                "the call ended without a result",
+                None,
+            )),
+        }
+    }
+}
+
+/// The answer to a `tools/call` that ran in its request.
+fn respond(
+    result: Result<crate::dispatch::CallOutput, DispatchError>,
+    replay: Option<&Replay>,
+) -> Result<CallToolResponse, McpError> {
+    match result {
+        Ok(mut output) => match (output.input_required.take(), replay) {
+            (Some(pending), Some(replay)) => {
+                input_required(pending, &replay.digest, &replay.answers).map(Into::into)
+            }
+            // Only replay stops a call for input.
+            (Some(_), None) => Err(McpError::internal_error(
+                "a call stopped for input outside a 2026-07-28 request",
+                None,
+            )),
+            (None, _) => Ok(to_mcp_result(output).into()),
+        },
+        Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
+            format!("{error}; call tools/list for the available tools"),
+            None,
+        )),
+        Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
+            format!("{error}; tools/list shows the tools this caller may use"),
+            None,
+        )),
+        Err(error @ DispatchError::MissingClientCapability { missing, .. }) => {
+            Err(missing_capability(&error, missing))
+        }
+    }
+}
+
+impl McpServer {
     /// A server for one connection over `dispatcher` on `transport` (its
     /// name, as the journal records it), registering with `notifier` for
-    /// tool-list changes.
+    /// tool-list changes, keeping its tasks in `tasks`.
     pub fn new(
         dispatcher: Arc<Dispatcher>,
         notifier: Arc<Notifier>,
+        tasks: Arc<Tasks>,
         transport: &'static str,
     ) -> Self {
         McpServer {
             dispatcher,
             notifier,
+            tasks,
             transport,
             log_level: Arc::new(Mutex::new(None)),
             client_roots: Arc::new(tokio::sync::Mutex::new(None)),
@@ -292,6 +452,8 @@ impl ServerHandler for McpServer {
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_logging()
+            .enable_completions()
+            .enable_tasks()
             .build();
         ServerInfo::new(capabilities)
             .with_server_info(Implementation::new("toolcage", env!("CARGO_PKG_VERSION")))
@@ -314,7 +476,12 @@ impl ServerHandler for McpServer {
             .tools
             .iter()
             .filter(|(name, _)| access.may_use(name))
-            .map(|(_, tool)| to_mcp_tool(&tool.spec.descriptor))
+            .map(|(name, tool)| {
+                to_mcp_tool(
+                    &tool.spec.descriptor,
+                    task_support(&config, name, &tool.spec.descriptor),
+                )
+            })
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
         if is_stateless(&ctx) {
@@ -476,23 +643,144 @@ impl ServerHandler for McpServer {
 
     async fn get_prompt(
         &self,
-        request: GetPromptRequestParams,
+        mut request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let output = self
+        let arguments = request.arguments.clone().unwrap_or_default();
+        // A prompt may ask the user as a call may; its questions are bound
+        // to the prompt and its arguments as a call's are.
+        let (services, replay) = client_services(
+            &ctx,
+            &format!("prompt:{}", request.name),
+            &arguments,
+            request.request_state.as_deref(),
+            request.input_responses.take(),
+        )?;
+        match self
             .dispatcher
-            .get_prompt(&request.name, request.arguments, &ctx.ct)
+            .get_prompt(&request.name, request.arguments, Some(services), &ctx.ct)
             .await
-            .map_err(|error| serve_error(error, None))?;
-        Ok(shape::to_mcp_prompt_result(output).into())
+        {
+            Ok(output) => Ok(shape::to_mcp_prompt_result(output).into()),
+            Err(ServeError::InputRequired(pending)) => match replay {
+                Some(replay) => {
+                    input_required(pending, &replay.digest, &replay.answers).map(Into::into)
+                }
+                None => Err(McpError::internal_error(
+                    "a prompt stopped for input outside a 2026-07-28 request",
+                    None,
+                )),
+            },
+            Err(error) => Err(serve_error(error, None)),
+        }
+    }
+
+    /// `tasks/get` (rmcp has checked that the request declares the tasks
+    /// extension): the task's state, and its result once it has one.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
+        Ok(GetTaskResult::new(entry.detailed()?))
+    }
+
+    /// `tasks/update`: answers to the questions the task's call waits on
+    /// (unknown keys ignored).
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
+        entry.update(request.input_responses)
+    }
+
+    /// `tasks/cancel`: stops the task's call; a task that already ended
+    /// stays as it is, and the answer is the same empty acknowledgment.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
+        self.tasks.cancel(&entry);
+        Ok(())
+    }
+
+    /// `completion/complete`: routed to the component serving the prompt or
+    /// template, once the argument is known to exist; a component that
+    /// does not serve completions completes nothing.
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let (target, data) = match request.r#ref {
+            Reference::Prompt(prompt) => (
+                CompletionTarget::Prompt(prompt.name.clone()),
+                serde_json::json!({"ref": {"type": "ref/prompt", "name": bounded(&prompt.name)}}),
+            ),
+            Reference::Resource(template) => (
+                CompletionTarget::ResourceTemplate(template.uri.clone()),
+                serde_json::json!({"ref": {"type": "ref/resource", "uri": bounded(&template.uri)}}),
+            ),
+            _ => {
+                return Err(McpError::invalid_params(
+                    "unknown completion reference: expected `ref/prompt` or `ref/resource`",
+                    None,
+                ));
+            }
+        };
+        // What a client sends is bounded before it reaches a component: the
+        // value and each context entry at most a URI's length, at most 64
+        // context entries.
+        let long = |text: &str| text.len() > crate::catalog::MAX_URI_BYTES;
+        let context: Vec<(String, String)> = request
+            .context
+            .and_then(|c| c.arguments)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if long(&request.argument.value)
+            || long(&request.argument.name)
+            || context.len() > 64
+            || context.iter().any(|(k, v)| long(k) || long(v))
+        {
+            return Err(McpError::invalid_params(
+                format!(
+                    "the completion request is too large: the argument, its value and each context \
+                     entry may be at most {} bytes, with at most 64 context entries",
+                    crate::catalog::MAX_URI_BYTES
+                ),
+                Some(data),
+            ));
+        }
+        let completion = self
+            .dispatcher
+            .complete(
+                CompletionRequest {
+                    target,
+                    argument: request.argument.name,
+                    value: request.argument.value,
+                    context,
+                },
+                &ctx.ct,
+            )
+            .await
+            .map_err(|error| serve_error(error, Some(data)))?;
+        Ok(shape::to_mcp_completion(completion))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let catalog = self.dispatcher.registry().snapshot();
-        catalog
-            .tools
-            .get(name)
-            .map(|tool| to_mcp_tool(&tool.spec.descriptor))
+        catalog.tools.get(name).map(|tool| {
+            to_mcp_tool(
+                &tool.spec.descriptor,
+                task_support(&self.dispatcher.config(), name, &tool.spec.descriptor),
+            )
+        })
     }
 
     async fn call_tool(
@@ -607,6 +895,144 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// Whether calls of tool `name` run as tasks: the operator's `tasks`, else
+/// what the component declares.
+pub(crate) fn task_support(
+    config: &crate::config::Config,
+    name: &str,
+    descriptor: &crate::catalog::ToolDescriptor,
+) -> crate::call::TaskSupport {
+    config
+        .policy_for(name)
+        .tasks
+        .unwrap_or(descriptor.execution.task_support)
+}
+
+/// Whose tasks a request may see: its caller's identity, or (without one)
+/// the anonymous owner, for whom the task id is the capability.
+fn task_owner(ctx: &RequestContext<RoleServer>) -> String {
+    caller(ctx).map(Caller::key).unwrap_or_default()
+}
+
+/// What the request in `ctx` says its client can do (its own declaration on
+/// 2026-07-28, the session's on older revisions).
+fn declared_needs(ctx: &RequestContext<RoleServer>) -> ClientNeeds {
+    ctx.client_capabilities()
+        .map(|caps| ClientNeeds {
+            sampling: caps.sampling.is_some(),
+            elicitation: caps.elicitation.is_some(),
+            roots: caps.roots.is_some(),
+            tasks: caps.supports_tasks(),
+        })
+        .unwrap_or_default()
+}
+
+/// The answers a 2026-07-28 request brings for a replay, and what binds
+/// them to it.
+struct Replay {
+    /// Digest of caller, tool (or `prompt:NAME`) and arguments.
+    digest: String,
+    /// Every answer so far: the signed state's and this retry's.
+    answers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// The client services of a request that runs guest code named `what` (a
+/// tool, or `prompt:NAME`) with `arguments`: on 2026-07-28, replay with
+/// the answers so far (those in the signed `state` plus the `responses`
+/// this retry brings), bound to the call by a digest of caller, `what` and
+/// arguments; on older revisions, requests to the client (so none of the
+/// replay is computed for them).
+fn client_services(
+    ctx: &RequestContext<RoleServer>,
+    what: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    state: Option<&str>,
+    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+) -> Result<(Arc<dyn ClientServices>, Option<Replay>), McpError> {
+    let capabilities = capabilities(declared_needs(ctx));
+    if !is_stateless(ctx) {
+        let peer_services = PeerServices {
+            peer: ctx.peer.clone(),
+            capabilities,
+        };
+        return Ok((services::shared(peer_services), None));
+    }
+    let replay = replay_answers(ctx, what, arguments, state, responses)?;
+    let services = ReplayServices::new(replay.answers.clone(), capabilities);
+    Ok((services::shared(services), Some(replay)))
+}
+
+/// The answers a 2026-07-28 request brings for guest code named `what`
+/// with `arguments`: those in its signed `state` (checked against a digest
+/// of caller, `what` and arguments) plus its `responses`.
+fn replay_answers(
+    ctx: &RequestContext<RoleServer>,
+    what: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    state: Option<&str>,
+    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+) -> Result<Replay, McpError> {
+    let owner = caller(ctx).map(Caller::key);
+    let digest = call_digest(
+        owner.as_deref(),
+        what,
+        &serde_json::Value::Object(arguments.clone()),
+    );
+    let mut answers = match state {
+        Some(state) => {
+            verify_state(state, &digest).map_err(|reason| McpError::invalid_params(reason, None))?
+        }
+        None => std::collections::BTreeMap::new(),
+    };
+    answers.extend(responses.unwrap_or_default());
+    Ok(Replay { digest, answers })
+}
+
+/// What a client that declared `declared` can be asked.
+fn capabilities(declared: ClientNeeds) -> Capabilities {
+    Capabilities {
+        elicit: declared.elicitation,
+        sample: declared.sampling,
+        roots: declared.roots,
+    }
+}
+
+/// How a task's call ended, as the task reports it: the tool's result
+/// (its own error result included) as completed; a trap, a limit or a
+/// refusal before it ran as failed, with a JSON-RPC error; cancellation
+/// as cancelled.
+fn task_ending(result: Result<crate::dispatch::CallOutput, DispatchError>) -> tasks::Ending {
+    match result {
+        Ok(output) if output.input_required.is_some() => tasks::Ending::Failed {
+            code: ErrorCode::INTERNAL_ERROR.0,
+            message: "the call stopped for input outside its task".into(),
+        },
+        Ok(output) => match &output.failure {
+            Some(crate::call::CallFailure::Cancelled) => tasks::Ending::Cancelled,
+            Some(_) => tasks::Ending::Failed {
+                code: ErrorCode::INTERNAL_ERROR.0,
+                message: match output.content.first() {
+                    Some(crate::call::Content::Text(text)) => text.clone(),
+                    _ => "the call failed".into(),
+                },
+            },
+            None => tasks::Ending::Completed(to_mcp_result(output)),
+        },
+        Err(error) => {
+            let refusal = match &error {
+                DispatchError::MissingClientCapability { missing, .. } => {
+                    missing_capability(&error, *missing)
+                }
+                _ => McpError::invalid_params(error.to_string(), None),
+            };
+            tasks::Ending::Failed {
+                code: refusal.code.0,
+                message: refusal.message.to_string(),
+            }
+        }
+    }
+}
+
 /// The authenticated caller of the request in `ctx`, if the HTTP router
 /// put one in its extensions (never over stdio).
 fn caller(ctx: &RequestContext<RoleServer>) -> Option<&Caller> {
@@ -668,6 +1094,15 @@ fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
     required.sampling = missing.sampling.then(Default::default);
     required.elicitation = missing.elicitation.then(Default::default);
     required.roots = missing.roots.then(Default::default);
+    if missing.tasks {
+        required
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
+    }
     let mut refusal = McpError::missing_required_client_capability(required);
     refusal.message = error.to_string().into();
     refusal
@@ -684,8 +1119,11 @@ fn serve_error(error: ServeError, data: Option<serde_json::Value>) -> McpError {
             format!("{error}; call prompts/list for the available prompts"),
             data,
         ),
-        ServeError::MissingArgument { .. } | ServeError::Refused(_) => {
-            McpError::invalid_params(error.to_string(), data)
+        ServeError::MissingArgument { .. }
+        | ServeError::Refused(_)
+        | ServeError::UnknownArgument(_) => McpError::invalid_params(error.to_string(), data),
+        ServeError::InputRequired(_) => {
+            McpError::internal_error("a request stopped for input where none can be asked", data)
         }
         ServeError::Failed(_) => McpError::internal_error(error.to_string(), data),
     }

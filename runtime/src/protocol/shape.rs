@@ -11,15 +11,15 @@ use std::sync::Arc;
 use base64::Engine as _;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, GetPromptResult, InputRequest,
-    InputRequiredResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, Tool, ToolAnnotations,
+    CallToolResult, CompleteResult, CompletionInfo, ContentBlock, GetPromptResult, Icon,
+    InputRequest, InputRequiredResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, Role, TASKS_EXTENSION_ID, Tool, ToolAnnotations,
 };
 
 use super::LIST_TTL_MS;
 use crate::call::{
-    Content, PendingAsk, PendingInput, PromptOutput, PromptRole, RawPrompt, RawResource,
-    RawTemplate, ResourceBody, ResourceContent,
+    Content, IconTheme, PendingInput, PromptOutput, PromptRole, RawPrompt, RawResource,
+    RawTemplate, ResourceBody, ResourceContent, TaskSupport,
 };
 use crate::catalog::ToolDescriptor;
 use crate::dispatch::CallOutput;
@@ -39,7 +39,36 @@ pub(super) fn to_mcp_resource(d: &RawResource) -> Resource {
     if let Some(size) = d.size {
         resource = resource.with_size(size);
     }
+    resource.icons = to_mcp_icons(&d.icons);
     resource
+}
+
+/// Icons as MCP lists them (`None` for none, so the key is left out).
+fn to_mcp_icons(icons: &[crate::call::Icon]) -> Option<Vec<Icon>> {
+    if icons.is_empty() {
+        return None;
+    }
+    Some(
+        icons
+            .iter()
+            .map(|icon| {
+                let mut mcp = Icon::new(icon.src.clone());
+                if let Some(mime) = &icon.mime_type {
+                    mcp = mcp.with_mime_type(mime.clone());
+                }
+                if !icon.sizes.is_empty() {
+                    mcp = mcp.with_sizes(icon.sizes.clone());
+                }
+                if let Some(theme) = icon.theme {
+                    mcp = mcp.with_theme(match theme {
+                        IconTheme::Light => rmcp::model::IconTheme::Light,
+                        IconTheme::Dark => rmcp::model::IconTheme::Dark,
+                    });
+                }
+                mcp
+            })
+            .collect(),
+    )
 }
 
 pub(super) fn to_mcp_template(d: &RawTemplate) -> ResourceTemplate {
@@ -53,6 +82,7 @@ pub(super) fn to_mcp_template(d: &RawTemplate) -> ResourceTemplate {
     if let Some(mime) = &d.mime_type {
         template = template.with_mime_type(mime.clone());
     }
+    template.icons = to_mcp_icons(&d.icons);
     template
 }
 
@@ -76,11 +106,15 @@ pub(super) fn to_mcp_prompt(d: &RawPrompt) -> Prompt {
     if let Some(title) = &d.title {
         prompt = prompt.with_title(title.clone());
     }
+    prompt.icons = to_mcp_icons(&d.icons);
     prompt
 }
 
-/// A tool as `tools/list` shows it.
-pub fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
+/// A tool as `tools/list` shows it, with `task_support` (the component's,
+/// or the operator's `tasks`), which goes in `_meta` under the tasks
+/// extension's name when it is not `forbidden` (the 2026-07-28 `Tool` has
+/// no field for it).
+pub fn to_mcp_tool(descriptor: &ToolDescriptor, task_support: TaskSupport) -> Tool {
     let a = descriptor.annotations;
     let mut annotations = ToolAnnotations::new()
         .read_only(a.read_only)
@@ -101,6 +135,15 @@ pub fn to_mcp_tool(descriptor: &ToolDescriptor) -> Tool {
     }
     if let Some(schema) = &descriptor.output_schema {
         tool = tool.with_raw_output_schema(Arc::clone(schema));
+    }
+    tool.icons = to_mcp_icons(&descriptor.icons);
+    if task_support != TaskSupport::Forbidden {
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            TASKS_EXTENSION_ID.to_owned(),
+            serde_json::json!({"taskSupport": task_support.name()}),
+        );
+        tool.meta = Some(rmcp::model::MetaObject(meta));
     }
     tool
 }
@@ -183,25 +226,46 @@ pub(super) fn to_mcp_resource_result(
     result
 }
 
-/// A call stopped to ask the client (2026-07-28): its input request, keyed
-/// as the call keyed it, and the signed state of the answers so far.
+/// A component's completion as `completion/complete` answers it.
+pub(super) fn to_mcp_completion(completion: crate::call::Completion) -> CompleteResult {
+    // The dispatcher keeps at most MCP's 100 values, so this always fits.
+    let mut info = CompletionInfo::default();
+    info.values = completion.values;
+    info.total = completion.total;
+    info.has_more = Some(completion.has_more);
+    CompleteResult::new(info)
+}
+
+/// A call stopped to ask the client (2026-07-28): its input requests,
+/// keyed as the call keyed them, and the signed state of the answers so
+/// far.
 pub(super) fn input_required(
-    pending: PendingInput,
+    pending: Vec<PendingInput>,
     digest: &str,
     answers: &std::collections::BTreeMap<String, serde_json::Value>,
-) -> Result<CallToolResponse, McpError> {
-    let request = match &pending.ask {
-        PendingAsk::Elicit { message, schema } => services::elicit_request(message, schema),
-        PendingAsk::Sample(request) => services::sample_request(request),
-    };
-    let request: InputRequest = serde_json::from_value(request).map_err(|error| {
-        McpError::internal_error(format!("cannot build the input request: {error}"), None)
-    })?;
-    let requests = std::collections::BTreeMap::from([(pending.key, request)]);
-    Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-        Some(requests),
+) -> Result<InputRequiredResult, McpError> {
+    Ok(InputRequiredResult::new(
+        Some(input_requests(pending)?),
         Some(sign_state(digest, answers)),
-    )))
+    ))
+}
+
+/// The `inputRequests` map of `pending` questions.
+pub(super) fn input_requests(
+    pending: Vec<PendingInput>,
+) -> Result<std::collections::BTreeMap<String, InputRequest>, McpError> {
+    pending
+        .into_iter()
+        .map(|pending| {
+            let request: InputRequest = serde_json::from_value(services::question_request(
+                &pending.ask,
+            ))
+            .map_err(|error| {
+                McpError::internal_error(format!("cannot build the input request: {error}"), None)
+            })?;
+            Ok((pending.key, request))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -226,6 +290,7 @@ mod tests {
             structured,
             is_error,
             input_required: None,
+            failure: None,
         }
     }
 
@@ -327,9 +392,12 @@ mod tests {
             input_schema: schema(json!({"type": "object"})),
             output_schema: None,
             annotations: Annotations::default(),
+            icons: Vec::new(),
+            execution: crate::call::Execution::default(),
+            needs: crate::config::ClientNeeds::default(),
         };
         check(
-            to_mcp_tool(&plain),
+            to_mcp_tool(&plain, TaskSupport::Forbidden),
             json!({
                 "name": "t",
                 "description": "Does t.",
@@ -351,10 +419,24 @@ mod tests {
                 idempotent: true,
                 open_world: true,
             },
+            icons: vec![
+                crate::call::Icon {
+                    src: "https://example.com/t.png".into(),
+                    mime_type: Some("image/png".into()),
+                    sizes: vec!["48x48".into()],
+                    theme: Some(IconTheme::Dark),
+                },
+                crate::call::Icon {
+                    src: "data:image/svg+xml;base64,PHN2Zy8+".into(),
+                    mime_type: None,
+                    sizes: Vec::new(),
+                    theme: None,
+                },
+            ],
             ..plain
         };
         check(
-            to_mcp_tool(&full),
+            to_mcp_tool(&full, TaskSupport::Optional),
             json!({
                 "name": "t",
                 "title": "Tee",
@@ -367,7 +449,12 @@ mod tests {
                     "destructiveHint": false,
                     "idempotentHint": true,
                     "openWorldHint": true
-                }
+                },
+                "icons": [
+                    {"src": "https://example.com/t.png", "mimeType": "image/png", "sizes": ["48x48"], "theme": "dark"},
+                    {"src": "data:image/svg+xml;base64,PHN2Zy8+"}
+                ],
+                "_meta": {"io.modelcontextprotocol/tasks": {"taskSupport": "optional"}}
             }),
         );
     }

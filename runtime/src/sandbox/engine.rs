@@ -10,10 +10,9 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::contract::ToolComponent;
 use super::store::HostState;
 use super::wasi_config;
 use super::{
@@ -103,7 +102,8 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     // per request by its grant (`net::NetGate`), so a tool without a
     // grant still loads and gets a clear refusal.
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-    ToolComponent::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| state)?;
+    // The contract's host imports, in both versions.
+    super::contract::add_to_linker(&mut linker)?;
     // Served from the tool's `config` grant (nothing unless granted).
     wasi_config::add_to_linker(&mut linker)?;
 
@@ -154,6 +154,8 @@ pub(super) const PROVIDED_INTERFACES: &[(&str, &str)] = &[
     ("wasi:config/store", "0.2.0-rc.1"),
     ("toolcage:tool/types", "0.1."),
     ("toolcage:tool/host", "0.1."),
+    ("toolcage:tool/types", "0.2."),
+    ("toolcage:tool/host", "0.2."),
 ];
 
 /// Compile `bytes` (whose SHA-256 is `digest`), from the cache in

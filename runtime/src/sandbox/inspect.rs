@@ -17,6 +17,7 @@ use wit_parser::decoding::{DecodedWasm, decode};
 use wit_parser::{Resolve, WorldId, WorldItem, WorldKey};
 
 use super::LoadError;
+use super::contract::Version;
 use super::engine::{PROVIDED_INTERFACES, check_component_header};
 use super::plain::docs;
 
@@ -25,8 +26,9 @@ const CONTRACT_INTERFACE: &str = "toolcage:tool/tool";
 
 /// What the bytes of a file are.
 pub(super) enum Inspected {
-    /// Exports `toolcage:tool/tool`.
-    Contract,
+    /// Exports `toolcage:tool/tool`, of a version this host serves (or
+    /// the export's name, of a version it does not).
+    Contract(Result<Version, String>),
     /// Any other component, with its WIT.
     Plain(Box<Resolve>, WorldId),
     /// A component whose type could not be decoded here (the reason);
@@ -79,13 +81,14 @@ pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadErr
         .filter(|name| !provided(name))
         .map(|name| Missing { name })
         .collect();
-    let contract = w.exports.keys().any(|key| {
-        key_name(&resolve, key).is_some_and(|name| unversioned(&name) == CONTRACT_INTERFACE)
-    });
-    let inspected = if contract {
-        Inspected::Contract
-    } else {
-        Inspected::Plain(Box::new(resolve), world)
+    let contract = w
+        .exports
+        .keys()
+        .filter_map(|key| key_name(&resolve, key))
+        .find(|name| unversioned(name) == CONTRACT_INTERFACE);
+    let inspected = match contract {
+        Some(name) => Inspected::Contract(Version::of_export(&name).ok_or(name)),
+        None => Inspected::Plain(Box::new(resolve), world),
     };
     Ok((inspected, missing))
 }

@@ -186,6 +186,24 @@ impl Prepared {
         }
     }
 
+    /// Whether it serves completions (exports contract 0.2.0's
+    /// `completions`).
+    pub fn has_completions(&self) -> bool {
+        match &self.kind {
+            Kind::Contract(c) => c.has_completions(),
+            Kind::Plain(_) => false,
+        }
+    }
+
+    /// The contract version it was built against (`"0.1"`, `"0.2"`); `None`
+    /// for a plain component.
+    pub fn contract_version(&self) -> Option<&'static str> {
+        match &self.kind {
+            Kind::Contract(c) => Some(c.version()),
+            Kind::Plain(_) => None,
+        }
+    }
+
     /// `"contract"` or `"plain"`.
     pub fn kind(&self) -> &'static str {
         match &self.kind {
@@ -296,6 +314,9 @@ impl Sandbox {
     ) -> Result<Loaded, LoadError> {
         // Before compiling: what the file is and whether it can link.
         let (inspected, missing) = inspect(bytes)?;
+        if let Inspected::Contract(Err(export)) = &inspected {
+            return Err(LoadError::UnsupportedContract(export.clone()));
+        }
         if !missing.is_empty() && !rules.trap_missing_imports {
             return Err(LoadError::Missing(missing));
         }
@@ -325,13 +346,29 @@ impl Sandbox {
             &trapping
         };
         let kind = match inspected {
-            Inspected::Contract => Kind::Contract(Contract::prepare(linker, &component)?),
+            Inspected::Contract(Ok(version)) => {
+                Kind::Contract(Contract::prepare(linker, &component, version)?)
+            }
+            Inspected::Contract(Err(export)) => return Err(LoadError::UnsupportedContract(export)),
             Inspected::Plain(resolve, world) => {
                 let tools = PlainTools::from_world(&resolve, world, rules);
                 Kind::Plain(Plain::prepare(linker, &component, tools)?)
             }
             Inspected::Undecoded(why) => Kind::Contract(
-                Contract::prepare(linker, &component).map_err(|error| match error {
+                // Its exports' names still say which version it is.
+                Contract::prepare(
+                    linker,
+                    &component,
+                    if component
+                        .get_export_index(None, "toolcage:tool/tool@0.1.0")
+                        .is_some()
+                    {
+                        contract::Version::V1
+                    } else {
+                        contract::Version::V2
+                    },
+                )
+                .map_err(|error| match error {
                     LoadError::Contract(message) => LoadError::Contract(format!(
                         "{message} (and its type could not be read as WIT: {why})"
                     )),
@@ -565,27 +602,58 @@ impl Sandbox {
     }
 
     /// Get prompt `name` with `arguments` (a JSON object as text) from the
-    /// component in a fresh instance under `limits`, with nothing granted.
+    /// component in a fresh instance under `limits`, with nothing granted
+    /// but the client's `services` (it may ask the user, as a call may).
     /// `Ok(Err(message))` is the component's own refusal.
     ///
     /// # Errors
     ///
-    /// As [`Sandbox::read_resource`].
+    /// As [`Sandbox::read_resource`]; also [`CallFailure::InputRequired`]
+    /// when it stopped to ask (replay).
     pub async fn get_prompt(
         &self,
         component: &Prepared,
         name: &str,
         arguments: &str,
         limits: &Limits,
+        services: Option<std::sync::Arc<dyn crate::call::ClientServices>>,
         cancel: &CancellationToken,
     ) -> Result<Result<PromptOutput, String>, CallFailure> {
-        let mut run = self.bare(limits);
+        let mut run = Run::start(
+            &self.engine,
+            self.fuel_metering,
+            limits,
+            CallGrants::client_only(services.as_ref()),
+            None,
+        );
         match &component.kind {
             Kind::Contract(c) => {
                 c.get_prompt(&mut run, name, arguments, limits, cancel)
                     .await
             }
             Kind::Plain(_) => Err(CallFailure::Trap("does not export prompts".into())),
+        }
+    }
+
+    /// Complete `request` with the component serving its target, in a
+    /// fresh instance under `limits` with nothing granted: an empty
+    /// completion for a component that does not serve completions.
+    /// `Ok(Err(message))` is the component's own refusal.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::read_resource`].
+    pub async fn complete(
+        &self,
+        component: &Prepared,
+        request: &crate::call::CompletionRequest,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Result<crate::call::Completion, String>, CallFailure> {
+        let mut run = self.bare(limits);
+        match &component.kind {
+            Kind::Contract(c) => c.complete(&mut run, request, limits, cancel).await,
+            Kind::Plain(_) => Ok(Ok(crate::call::Completion::default())),
         }
     }
 }
@@ -606,8 +674,14 @@ pub enum LoadError {
     #[error("{}", missing_message(.0))]
     Missing(Vec<Missing>),
     /// Does not export the toolcage contract.
-    #[error("does not export the toolcage contract `toolcage:tool/tool@0.1.0`: {0}")]
+    #[error("does not export the toolcage contract (`toolcage:tool/tool@0.2.0`, or `@0.1.0`): {0}")]
     Contract(String),
+    /// Exports a version of the contract this host does not serve.
+    #[error(
+        "exports `{0}`, a version of the toolcage contract this toolcage does not serve (it serves \
+         0.1 and 0.2); build the tool against `guest-sdk/wit/tool.wit` of this release, or upgrade toolcage"
+    )]
+    UnsupportedContract(String),
 }
 
 /// The message of [`LoadError::Missing`]: every missing import, and what

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use wasmtime::component::Instance;
 
-use super::contract::ToolComponent;
+use super::contract::ContractInstance;
 use super::store::Run;
 
 /// Ready instances of one component: one for calls that come one at a
@@ -55,7 +55,7 @@ pub(super) struct Ready {
 
 /// The instance, as its component kind calls it.
 pub(super) enum ReadyInstance {
-    Contract(ToolComponent),
+    Contract(ContractInstance),
     Plain(Instance),
 }
 

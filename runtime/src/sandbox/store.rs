@@ -22,7 +22,7 @@ use super::{
     CAPTURE_BYTES, MAX_CORE_INSTANCES_PER_CALL, MAX_HTTP_FIELDS_BYTES, MAX_MEMORIES_PER_CALL,
     MAX_RANDOM_BYTES, MAX_RESOURCES, MAX_TABLES_PER_CALL,
 };
-use crate::call::{CallFailure, CapturedOutput, EventSink, PendingInput};
+use crate::call::{CallFailure, CapturedOutput, EventSink, InputRequired};
 use crate::config::Limits;
 use crate::grants::CallGrants;
 use crate::grants::network::NetRecord;
@@ -46,6 +46,11 @@ pub struct HostState {
     pub(super) events: Option<EventSink>,
     pub(super) log_messages: u32,
     pub(super) progress_events: u32,
+    /// Questions asked so far without a key of the guest's, per kind
+    /// (elicit, sample, roots): the next one's key is `elicit-N`, ...
+    pub(super) asked: [u32; 3],
+    /// Whether the guest has called `begin-task`.
+    pub(super) began_task: bool,
     /// Whether the guest has called into the host (WASI, HTTP, config
     /// values, the toolcage host) since the store was made. An instance
     /// made ahead of its call must not have: what the call binds at
@@ -128,6 +133,8 @@ impl Run {
             events,
             log_messages: 0,
             progress_events: 0,
+            asked: [0; 3],
+            began_task: false,
             touched: false,
         };
         let mut store = Store::new(engine, state);
@@ -276,7 +283,7 @@ fn classify(
     stderr: &Capture,
     limits: &Limits,
 ) -> CallFailure {
-    if let Some(pending) = error.downcast_ref::<PendingInput>() {
+    if let Some(InputRequired(pending)) = error.downcast_ref::<InputRequired>() {
         return CallFailure::InputRequired(pending.clone());
     }
     let full = format!("{error:?}");

@@ -142,11 +142,13 @@ pub async fn serve(
     let mcp = {
         let dispatcher = Arc::clone(&host.dispatcher);
         let notifier = Arc::clone(&host.notifier);
+        let tasks = Arc::clone(&host.tasks);
         StreamableHttpService::new(
             move || {
                 Ok(McpServer::new(
                     Arc::clone(&dispatcher),
                     Arc::clone(&notifier),
+                    Arc::clone(&tasks),
                     NAME,
                 ))
             },

@@ -49,6 +49,7 @@ pub async fn serve(host: &Host) -> anyhow::Result<()> {
     let server = McpServer::new(
         Arc::clone(&host.dispatcher),
         Arc::clone(&host.notifier),
+        Arc::clone(&host.tasks),
         NAME,
     );
     let transport = LineTransport::stdio(Admission::new(

@@ -175,6 +175,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     caller: None,
                     lane: toolcage::dispatch::Lane::Pooled,
                     declared: None,
+                    task: None,
                 },
             )
             .await

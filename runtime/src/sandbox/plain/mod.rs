@@ -431,6 +431,7 @@ fn descriptor(
             idempotent: false,
             open_world: true,
         },
+        ..RawDescriptor::default()
     })
 }
 

@@ -19,8 +19,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolcage_guest::{
-    Content, ElicitResponse, JsonSchema, NoArguments, Output, PromptDef, PromptMessage,
-    ResourceBody, ResourceDef, TemplateVars, export, tool,
+    Answer, Content, ElicitResponse, JsonSchema, KeyedQuestion, NoArguments, Output, PromptDef,
+    PromptMessage, Question, ResourceBody, ResourceDef, Role, SamplingMessage, SamplingRequest,
+    TemplateVars, export, tool,
 };
 
 /// The suite's 1x1 red PNG (`iVBORw0KGgo…` in its reference server).
@@ -413,19 +414,42 @@ mod test_custom_header {
 
 // ---------------------------------------------------------------------------
 // 2026-07-28: input-required results (SEP-2322) and stateless diagnostics
-// (SEP-2575). The host chooses the input-request keys (`elicit-N`,
-// `sample-N`) and asks one question per round.
+// (SEP-2575). Questions asked with `elicit`/`sample` are keyed by the host
+// (`elicit-N`, `sample-N`); those asked with `elicit_as`/`ask_batch` under
+// the names the suite expects (`user_name`), several in one round.
 // ---------------------------------------------------------------------------
+
+/// Ask for a form under `key`; `Some(values)` if the user accepted.
+fn ask_form_as(key: &str, message: &str, schema: Value) -> Result<Option<Value>, String> {
+    match toolcage_guest::elicit_as(key, message, &schema)? {
+        ElicitResponse::Accept(content) => serde_json::from_str(&content)
+            .map(Some)
+            .map_err(|error| format!("the answer is not JSON: {error}")),
+        ElicitResponse::Decline | ElicitResponse::Cancel => Ok(None),
+    }
+}
 
 /// MRTR: returns InputRequiredResult with elicitation request
 #[tool]
 fn test_input_required_result_elicitation() -> Result<Output, String> {
     Ok(Output::text(
-        match ask_form("What is your name?", string_form("name"))? {
+        match ask_form_as("user_name", "What is your name?", string_form("name"))? {
             Some(values) => format!("Hello, {}!", field(&values, "name")),
             None => "The user would not say.".into(),
         },
     ))
+}
+
+/// MRTR: returns InputRequiredResult with a roots/list request
+#[tool]
+fn test_input_required_result_list_roots() -> Result<Output, String> {
+    let roots = toolcage_guest::roots()?;
+    let uris: Vec<&str> = roots.iter().map(|root| root.uri.as_str()).collect();
+    Ok(Output::text(format!(
+        "Found {} root(s): {}",
+        roots.len(),
+        uris.join(", ")
+    )))
 }
 
 /// MRTR: returns InputRequiredResult with sampling request
@@ -446,15 +470,41 @@ fn test_input_required_result_request_state() -> Result<Output, String> {
     }
 }
 
-/// MRTR: asks for a name (elicitation) and a greeting (sampling)
+/// MRTR: asks for a name (elicitation), a greeting (sampling) and the
+/// client's roots, all in one round
 #[tool]
 fn test_input_required_result_multiple_inputs() -> Result<Output, String> {
-    let name = match ask_form("What is your name?", string_form("name"))? {
-        Some(values) => field(&values, "name"),
-        None => return Err("the user would not say".into()),
-    };
-    let greeting = toolcage_guest::sample("Generate a greeting", 50)?;
-    Ok(Output::text(format!("Name: {name}; Greeting: {greeting}")))
+    let answers = toolcage_guest::ask_batch(vec![
+        KeyedQuestion {
+            key: "user_name".into(),
+            question: toolcage_guest::elicitation("What is your name?", &string_form("name")),
+        },
+        KeyedQuestion {
+            key: "greeting".into(),
+            question: Question::Sample(SamplingRequest {
+                messages: vec![SamplingMessage {
+                    role: Role::User,
+                    text: "Generate a greeting".into(),
+                }],
+                system_prompt: None,
+                max_tokens: 50,
+                temperature: None,
+            }),
+        },
+        KeyedQuestion {
+            key: "client_roots".into(),
+            question: Question::Roots,
+        },
+    ]);
+    let mut parts = Vec::new();
+    for answer in answers {
+        parts.push(match answer? {
+            Answer::Elicit(response) => format!("name ({})", describe(&response)),
+            Answer::Sample(response) => format!("greeting ({})", response.text),
+            Answer::Roots(roots) => format!("{} root(s)", roots.len()),
+        });
+    }
+    Ok(Output::text(format!("Received: {}", parts.join("; "))))
 }
 
 /// MRTR: multi-round InputRequiredResult workflow
@@ -568,6 +618,124 @@ fn template_data() -> ResourceDef {
 }
 
 // ---------------------------------------------------------------------------
+// Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663)
+// ---------------------------------------------------------------------------
+
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet
+    name: String,
+}
+
+/// Greets someone; never runs as a task
+#[tool]
+fn greet(args: GreetArgs) -> Result<Output, String> {
+    Ok(Output::text(format!("Hello, {}!", args.name)))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowArgs {
+    /// How long to compute, in seconds
+    seconds: f64,
+    /// A label to echo
+    label: String,
+}
+
+/// Computes for `seconds` seconds, then answers; runs as a task when the
+/// client accepts tasks
+#[tool(task = "optional")]
+fn slow_compute(args: SlowArgs) -> Result<Output, String> {
+    let seconds = args.seconds.clamp(0.0, 3600.0);
+    let steps = (seconds * 10.0).ceil() as u64;
+    for step in 0..steps {
+        toolcage_guest::progress(
+            step as f64,
+            Some(steps as f64),
+            Some(&format!("computing {}", args.label)),
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Output::text(format!(
+        "Computed {} after {seconds} s",
+        args.label
+    )))
+}
+
+/// Fails with a tool error after about a second; runs only as a task
+#[tool(task = "required")]
+fn failing_job() -> Result<Output, String> {
+    std::thread::sleep(Duration::from_secs(1));
+    Err("the job failed, as it always does".into())
+}
+
+/// Crashes (a trap, not a tool error): its task ends as failed
+#[tool(task = "optional")]
+fn protocol_error_job() -> Result<Output, String> {
+    std::thread::sleep(Duration::from_millis(200));
+    panic!("the job crashed");
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeleteArgs {
+    /// The file to delete
+    filename: String,
+}
+
+/// Asks the user to confirm, inside its task, before it "deletes" a file
+#[tool(task = "optional")]
+fn confirm_delete(args: DeleteArgs) -> Result<Output, String> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean"}},
+        "required": ["confirm"],
+    });
+    match ask_form(&format!("Delete {}?", args.filename), schema)? {
+        Some(values) if values.get("confirm") == Some(&Value::Bool(true)) => {
+            Ok(Output::text(format!("Deleted {}", args.filename)))
+        }
+        _ => Ok(Output::text(format!("Kept {}", args.filename))),
+    }
+}
+
+/// Asks two questions at once, inside its task
+#[tool(task = "optional")]
+fn multi_input() -> Result<Output, String> {
+    let form = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+    });
+    let answers = toolcage_guest::ask_batch(vec![
+        KeyedQuestion {
+            key: "first".into(),
+            question: toolcage_guest::elicitation("First input?", &form),
+        },
+        KeyedQuestion {
+            key: "second".into(),
+            question: toolcage_guest::elicitation("Second input?", &form),
+        },
+    ]);
+    let mut names = Vec::new();
+    for answer in answers {
+        if let Answer::Elicit(response) = answer? {
+            names.push(describe(&response));
+        }
+    }
+    Ok(Output::text(format!("Received: {}", names.join("; "))))
+}
+
+/// Asks for the user's name in its request, then runs on as a task
+#[tool(task = "required", task_start = "on_begin_task")]
+fn test_tool_with_task() -> Result<Output, String> {
+    let name = match ask_form_as("user_name", "What is your name?", string_form("name"))? {
+        Some(values) => field(&values, "name"),
+        None => return Err("the user would not say".into()),
+    };
+    toolcage_guest::begin_task();
+    std::thread::sleep(Duration::from_millis(300));
+    Ok(Output::text(format!("Hello, {name}, from a task")))
+}
+
+// ---------------------------------------------------------------------------
 // Prompts
 // ---------------------------------------------------------------------------
 
@@ -599,6 +767,35 @@ fn test_prompt_with_arguments() -> PromptDef {
             Ok::<_, String>(vec![PromptMessage::user(Content::text(format!(
                 "Prompt with arguments: arg1='{}', arg2='{}'",
                 args.arg1, args.arg2
+            )))])
+        },
+    )
+    // Completions: the words that start with what was typed.
+    .complete("arg1", |typed, _| {
+        ["test", "testing", "tested", "value"]
+            .iter()
+            .filter(|word| word.starts_with(typed))
+            .map(|word| (*word).to_owned())
+            .collect()
+    })
+}
+
+/// MRTR from prompts/get: asks for context before building the prompt.
+fn test_input_required_result_prompt() -> PromptDef {
+    PromptDef::new(
+        "test_input_required_result_prompt",
+        "A prompt that asks the user for context first",
+        |_: NoArguments| {
+            let context = match ask_form_as(
+                "user_context",
+                "What context should the prompt use?",
+                string_form("context"),
+            )? {
+                Some(values) => field(&values, "context"),
+                None => return Err("the user gave no context".to_owned()),
+            };
+            Ok::<_, String>(vec![PromptMessage::user(Content::text(format!(
+                "Prompt with context: {context}"
             )))])
         },
     )
@@ -659,6 +856,7 @@ export!(
     json_schema_2020_12_tool,
     test_custom_header,
     test_input_required_result_elicitation,
+    test_input_required_result_list_roots,
     test_input_required_result_sampling,
     test_input_required_result_request_state,
     test_input_required_result_multiple_inputs,
@@ -667,6 +865,13 @@ export!(
     test_input_required_result_capabilities,
     test_missing_capability,
     test_streaming_elicitation,
+    greet,
+    slow_compute,
+    failing_job,
+    protocol_error_job,
+    confirm_delete,
+    multi_input,
+    test_tool_with_task,
     ],
     resources: [static_text, static_binary, watched_resource, template_data],
     prompts: [
@@ -674,5 +879,6 @@ export!(
         test_prompt_with_arguments,
         test_prompt_with_embedded_resource,
         test_prompt_with_image,
+        test_input_required_result_prompt,
     ],
 );

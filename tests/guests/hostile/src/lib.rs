@@ -12,7 +12,7 @@
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../../guest-sdk/wit",
+        path: "../../../guest-sdk/wit-0.1.0",
         world: "full-component",
     });
 }

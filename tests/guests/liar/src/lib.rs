@@ -8,7 +8,7 @@
 // guest keeps proving that tool-only components load.
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../../guest-sdk/wit",
+        path: "../../../guest-sdk/wit-0.1.0",
         world: "tool-component",
     });
 }
