@@ -40,6 +40,10 @@ GUEST_FILES = {
     "conformance": "conformance_fixture.wasm",
     "hostile": "hostile.wasm",
     "impostor": "impostor.wasm",
+    # Contract 0.2.0's additions through the Rust SDK, and a build whose
+    # icon the host refuses.
+    "contract2": "contract2.wasm",
+    "contract2-bad-icons": "contract2_bad_icons.wasm",
     # With its WIT docs embedded (`toolcage embed-docs`, in tests/run).
     "plain": "plain_documented.wasm",
     "plain-bare": "plain_types.wasm",

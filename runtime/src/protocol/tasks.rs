@@ -77,6 +77,8 @@ pub(super) struct Entry {
     poll_ms: u64,
     /// Fires on `tasks/cancel` and at expiry: the call is the task's.
     pub(super) cancel: CancellationToken,
+    /// Set when its time to live ran out while it ran.
+    expired: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     /// Wakes a guest waiting for answers.
     answered: Notify,
@@ -174,6 +176,7 @@ impl Tasks {
             ttl_ms: settings.ttl_ms,
             poll_ms: settings.poll_interval_ms,
             cancel,
+            expired: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 status: TaskStatus::Working,
                 updated_at: created_at,
@@ -191,6 +194,21 @@ impl Tasks {
         entries.insert(id, Arc::clone(&entry));
         drop(entries);
         self.journal(&entry, "created", None);
+        // At its time to live, a task still running is cancelled (and
+        // dropped at the next request that looks).
+        let weak = Arc::downgrade(&entry);
+        let ttl = Duration::from_millis(settings.ttl_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            if let Some(entry) = weak.upgrade()
+                && !is_terminal(entry.lock().status)
+            {
+                entry
+                    .expired
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                entry.cancel.cancel();
+            }
+        });
         Ok(entry)
     }
 
@@ -249,7 +267,16 @@ impl Tasks {
                 }
                 Ending::Cancelled => {
                     state.status = TaskStatus::Cancelled;
-                    ("cancelled", None)
+                    if entry.expired.load(std::sync::atomic::Ordering::Relaxed) {
+                        (
+                            "expired",
+                            Some(
+                                "still running when its time to live ran out; cancelled".to_owned(),
+                            ),
+                        )
+                    } else {
+                        ("cancelled", None)
+                    }
                 }
             }
         };
