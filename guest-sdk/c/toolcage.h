@@ -2,7 +2,8 @@
  * toolcage.h: write toolcage tools in C.
  *
  * A header-only helper over the wit-bindgen C bindings of the toolcage
- * contract (guest-sdk/wit/tool.wit, world `tool-component`), which live in
+ * contract (guest-sdk/wit/tool.wit, `toolcage:tool@0.2.0`, world
+ * `tool-component`: tools only), which live in
  * guest-sdk/c/bindings/ (tool_component.h and tool_component.c: generated,
  * committed, and rebuilt by guest-sdk/c/regenerate-bindings; in a project
  * made by `toolcage new`, toolcage/bindings/). guest-sdk/c/build compiles
@@ -106,9 +107,74 @@ typedef toolcage_tool_types_call_result_t toolcage_result;
  */
 typedef void (*toolcage_handler)(const char *args, toolcage_result *result);
 
+/* The theme an icon suits (`toolcage_icon.theme`). */
+typedef enum toolcage_icon_theme {
+    /* Any theme (the default). */
+    TOOLCAGE_ICON_ANY_THEME = 0,
+    TOOLCAGE_ICON_LIGHT,
+    TOOLCAGE_ICON_DARK,
+} toolcage_icon_theme;
+
+/*
+ * An icon a client may show beside a tool (MCP `Icon`). The host refuses a
+ * tool whose icons break these rules, and lists at most 8.
+ */
+typedef struct toolcage_icon {
+    /* An `https:` URL (the client fetches it) or a `data:image/...` URI (at
+       most 64 KiB). */
+    const char *src;
+    /* `image/png`, `image/svg+xml`, ..., or NULL when the URL makes it
+       plain. */
+    const char *mime_type;
+    /* The sizes it is drawn for, separated by spaces as in HTML's `sizes`
+       attribute: "48x48 96x96", or "any"; NULL for none. */
+    const char *sizes;
+    toolcage_icon_theme theme;
+} toolcage_icon;
+
+/*
+ * A tool's icon list, for `toolcage_tool.icons`: a comma-separated list of
+ * `toolcage_icon` initializers, with no trailing comma:
+ * `.icons = TOOLCAGE_ICONS({.src = "https://example.com/i.png", .sizes = "48x48"})`.
+ * (A file-scope compound literal, ended by an icon whose `src` is NULL.)
+ */
+#define TOOLCAGE_ICONS(...) ((const toolcage_icon[]){__VA_ARGS__, {NULL, NULL, NULL, TOOLCAGE_ICON_ANY_THEME}})
+
+/*
+ * Whether calls of a tool may run as MCP tasks (protocol 2026-07-28), in
+ * `toolcage_tool.task_support`. The operator's `tasks = "..."` overrides it.
+ */
+typedef enum toolcage_task_support {
+    /* Every call answers in its request (the default). */
+    TOOLCAGE_TASK_FORBIDDEN = TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_FORBIDDEN,
+    /* A task when the client accepts tasks; in the request otherwise. */
+    TOOLCAGE_TASK_OPTIONAL = TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_OPTIONAL,
+    /* Only as a task: other clients are refused before the call runs. */
+    TOOLCAGE_TASK_REQUIRED = TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_REQUIRED,
+} toolcage_task_support;
+
+/* When a call that runs as a task becomes one (`toolcage_tool.task_start`). */
+typedef enum toolcage_task_start {
+    /* As soon as the call starts (the default). */
+    TOOLCAGE_TASK_START_WITH_CALL = TOOLCAGE_TOOL_TYPES_TASK_START_WITH_CALL,
+    /* When the call invokes `toolcage_begin_task()`; questions asked before
+       that are asked in the request. */
+    TOOLCAGE_TASK_START_ON_BEGIN_TASK = TOOLCAGE_TOOL_TYPES_TASK_START_ON_BEGIN_TASK,
+} toolcage_task_start;
+
+/*
+ * What a client must be able to do for a tool to work, or-ed together in
+ * `toolcage_tool.needs`: a 2026-07-28 request that does not declare it is
+ * refused (error -32021) before the call runs.
+ */
+#define TOOLCAGE_NEEDS_SAMPLING TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_SAMPLING
+#define TOOLCAGE_NEEDS_ELICITATION TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ELICITATION
+#define TOOLCAGE_NEEDS_ROOTS TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ROOTS
+#define TOOLCAGE__NEEDS_ALL (TOOLCAGE_NEEDS_SAMPLING | TOOLCAGE_NEEDS_ELICITATION | TOOLCAGE_NEEDS_ROOTS)
+
 /*
  * One tool, as registered in `TOOLCAGE_TOOLS`. Use designated initializers;
- * fields left out are NULL or false.
+ * fields left out are NULL, false or the default.
  */
 typedef struct toolcage_tool {
     /* Unique within the server: 1 to 128 of `A-Z a-z 0-9 _ - .`. */
@@ -133,6 +199,15 @@ typedef struct toolcage_tool {
     bool open_world;
     /* The function that runs the tool. */
     toolcage_handler run;
+    /* Icons for clients to show: `TOOLCAGE_ICONS(...)`, or NULL for none. */
+    const toolcage_icon *icons;
+    /* Whether calls may run as tasks (default TOOLCAGE_TASK_FORBIDDEN). */
+    toolcage_task_support task_support;
+    /* When a task-run call becomes a task (default
+       TOOLCAGE_TASK_START_WITH_CALL). */
+    toolcage_task_start task_start;
+    /* TOOLCAGE_NEEDS_* or-ed together (default 0: nothing). */
+    unsigned needs;
 } toolcage_tool;
 
 /*
@@ -956,9 +1031,261 @@ static inline bool toolcage_sample(const char *prompt, uint32_t max_tokens, char
     return true;
 }
 
+/* A root the client shares (MCP `Root`): a folder the user works in. */
+typedef struct toolcage_root {
+    /* Its URI, usually `file:///...` (malloc'd). */
+    char *uri;
+    /* Its name (malloc'd), or NULL if the client gives none. */
+    char *name;
+} toolcage_root;
+
+/* Free `count` roots from `toolcage_roots` or a reply, and the array. */
+static inline void toolcage_roots_free(toolcage_root *roots, size_t count) {
+    for (size_t i = 0; roots && i < count; i++) {
+        free(roots[i].uri);
+        free(roots[i].name);
+    }
+    free(roots);
+}
+
+/* The host's root list as malloc'd `toolcage_root`s (internal). */
+static inline toolcage_root *toolcage__roots(const toolcage_tool_host_list_root_t *list, size_t *count) {
+    *count = list->len;
+    if (!list->len) return NULL;
+    toolcage_root *roots = (toolcage_root *)toolcage__xmalloc(list->len * sizeof *roots);
+    for (size_t i = 0; i < list->len; i++) {
+        roots[i].uri = toolcage__cstring(&list->ptr[i].uri);
+        roots[i].name = list->ptr[i].name.is_some ? toolcage__cstring(&list->ptr[i].name.val) : NULL;
+    }
+    return roots;
+}
+
+/*
+ * The client's roots (MCP `roots/list`): the folders the user works in.
+ * They say what the user is working on; they grant nothing (what the tool
+ * can open is the operator's decision). On success `*roots` gets a malloc'd
+ * array of `*count` roots (NULL when there are none; release it with
+ * `toolcage_roots_free`). False when the client does not share its roots:
+ * then `*error` (if not NULL) gets the host's message (malloc'd, free() it).
+ */
+static inline bool toolcage_roots(toolcage_root **roots, size_t *count, char **error) {
+    *roots = NULL;
+    *count = 0;
+    if (error) *error = NULL;
+    toolcage_tool_host_list_root_t list;
+    tool_component_string_t err;
+    if (!toolcage_tool_host_roots(&list, &err)) {
+        if (error) *error = toolcage__cstring(&err);
+        tool_component_string_free(&err);
+        return false;
+    }
+    *roots = toolcage__roots(&list, count);
+    toolcage_tool_host_list_root_free(&list);
+    return true;
+}
+
+/* What a question of `toolcage_ask` asks for. */
+typedef enum toolcage_question_kind {
+    /* The user, as `toolcage_elicit` does: `message` and `schema`. */
+    TOOLCAGE_ASK_ELICIT = TOOLCAGE_TOOL_HOST_QUESTION_ELICIT,
+    /* The client's model, as `toolcage_sample` does: `prompt` and
+       `max_tokens`. */
+    TOOLCAGE_ASK_SAMPLE = TOOLCAGE_TOOL_HOST_QUESTION_SAMPLE,
+    /* The client's roots, as `toolcage_roots` gives them. */
+    TOOLCAGE_ASK_ROOTS = TOOLCAGE_TOOL_HOST_QUESTION_ROOTS,
+} toolcage_question_kind;
+
+/* One question of `toolcage_ask`. Fields its kind does not use are ignored. */
+typedef struct toolcage_question {
+    /* 1 to 64 characters from `A-Z a-z 0-9 _ - .`, unique within the call
+       (`elicit-N`, `sample-N`, `roots-N` and `toolcage-...` are the
+       host's). On 2026-07-28 the client sees it. */
+    const char *key;
+    toolcage_question_kind kind;
+    /* TOOLCAGE_ASK_ELICIT: the question and a flat JSON object schema. */
+    const char *message;
+    const char *schema;
+    /* TOOLCAGE_ASK_SAMPLE: the prompt and the most tokens to spend. */
+    const char *prompt;
+    uint32_t max_tokens;
+} toolcage_question;
+
+/*
+ * The answer to one question of `toolcage_ask`. Every pointer is malloc'd
+ * or NULL; `toolcage_reply_free` frees them all.
+ */
+typedef struct toolcage_reply {
+    /* The host's message when the client could not answer this question
+       (then nothing else is set), else NULL. */
+    char *error;
+    /* TOOLCAGE_ASK_ELICIT: ACCEPT, DECLINE or CANCEL (FAILED with `error`),
+       and on ACCEPT the values, a JSON object. */
+    toolcage_answer action;
+    char *values;
+    /* TOOLCAGE_ASK_SAMPLE: the completion's text. */
+    char *text;
+    /* TOOLCAGE_ASK_ROOTS: the roots. */
+    toolcage_root *roots;
+    size_t root_count;
+} toolcage_reply;
+
+/* Free what a reply holds (not the reply itself). */
+static inline void toolcage_reply_free(toolcage_reply *reply) {
+    free(reply->error);
+    free(reply->values);
+    free(reply->text);
+    toolcage_roots_free(reply->roots, reply->root_count);
+    memset(reply, 0, sizeof *reply);
+}
+
+/*
+ * Ask `count` questions at once (at most 16), each under its own key: a
+ * 2026-07-28 client answers all of them in one round, older ones one after
+ * another. Fills `replies[0..count)`, in the order asked (release each with
+ * `toolcage_reply_free`). A malformed list (a bad or repeated key, more than
+ * 16 questions) ends the call with an error. Ask before acting, as for
+ * `toolcage_elicit`.
+ */
+static inline void toolcage_ask(const toolcage_question *questions, size_t count,
+                                toolcage_reply *replies) {
+    toolcage_tool_host_list_keyed_question_t list;
+    list.len = count;
+    list.ptr = count ? (toolcage_tool_host_keyed_question_t *)toolcage__xmalloc(count * sizeof *list.ptr)
+                     : NULL;
+    for (size_t i = 0; i < count; i++) {
+        const toolcage_question *q = &questions[i];
+        toolcage_tool_host_keyed_question_t *k = &list.ptr[i];
+        memset(k, 0, sizeof *k);
+        toolcage__string(&k->key, q->key);
+        k->question.tag = (uint8_t)q->kind;
+        if (q->kind == TOOLCAGE_ASK_ELICIT) {
+            toolcage__string(&k->question.val.elicit.message, q->message);
+            toolcage__string(&k->question.val.elicit.requested_schema,
+                             q->schema ? q->schema : "{\"type\":\"object\",\"properties\":{}}");
+        } else if (q->kind == TOOLCAGE_ASK_SAMPLE) {
+            toolcage_tool_host_sampling_request_t *r = &k->question.val.sample;
+            r->messages.len = 1;
+            r->messages.ptr = (toolcage_tool_host_sampling_message_t *)toolcage__xmalloc(sizeof *r->messages.ptr);
+            r->messages.ptr[0].role = TOOLCAGE_TOOL_HOST_ROLE_USER;
+            toolcage__string(&r->messages.ptr[0].text, q->prompt);
+            r->max_tokens = q->max_tokens;
+        }
+    }
+    toolcage_tool_host_list_result_answer_string_t answers;
+    toolcage_tool_host_ask(&list, &answers);
+    toolcage_tool_host_list_keyed_question_free(&list);
+    for (size_t i = 0; i < count; i++) {
+        toolcage_reply *reply = &replies[i];
+        memset(reply, 0, sizeof *reply);
+        reply->action = TOOLCAGE_ELICIT_FAILED;
+        if (i >= answers.len) {
+            reply->error = toolcage_printf("the host gave no answer to question `%s`", questions[i].key);
+            continue;
+        }
+        toolcage_tool_host_result_answer_string_t *result = &answers.ptr[i];
+        if (result->is_err) {
+            reply->error = toolcage__cstring(&result->val.err);
+            continue;
+        }
+        toolcage_tool_host_answer_t *answer = &result->val.ok;
+        switch (answer->tag) {
+        case TOOLCAGE_TOOL_HOST_ANSWER_ELICIT:
+            reply->action = (toolcage_answer)answer->val.elicit.tag;
+            if (reply->action == TOOLCAGE_ELICIT_ACCEPT)
+                reply->values = toolcage__cstring(&answer->val.elicit.val.accept);
+            break;
+        case TOOLCAGE_TOOL_HOST_ANSWER_SAMPLE:
+            reply->text = toolcage__cstring(&answer->val.sample.text);
+            break;
+        case TOOLCAGE_TOOL_HOST_ANSWER_ROOTS:
+            reply->roots = toolcage__roots(&answer->val.roots, &reply->root_count);
+            break;
+        }
+    }
+    toolcage_tool_host_list_result_answer_string_free(&answers);
+}
+
+/*
+ * `toolcage_elicit` under a key of your choosing (see `toolcage_ask`): the
+ * key a 2026-07-28 client sees in its `inputRequests`. Same results and
+ * ownership as `toolcage_elicit`.
+ */
+static inline toolcage_answer toolcage_elicit_as(const char *key, const char *message,
+                                                 const char *requested_schema, char **values,
+                                                 char **error) {
+    toolcage_question question;
+    memset(&question, 0, sizeof question);
+    question.key = key;
+    question.kind = TOOLCAGE_ASK_ELICIT;
+    question.message = message;
+    question.schema = requested_schema;
+    toolcage_reply reply;
+    toolcage_ask(&question, 1, &reply);
+    toolcage_answer action = reply.action;
+    if (values) { *values = reply.values; reply.values = NULL; }
+    if (error) { *error = reply.error; reply.error = NULL; }
+    toolcage_reply_free(&reply);
+    return action;
+}
+
+/*
+ * From here the call may take long: for a tool registered with
+ * `.task_start = TOOLCAGE_TASK_START_ON_BEGIN_TASK`, a client that accepts
+ * tasks gets its task now, and questions asked after this are the task's.
+ * Anywhere else it does nothing.
+ */
+static inline void toolcage_begin_task(void) {
+    toolcage_tool_host_begin_task();
+}
+
 /* ------------------------------------------------------------------------ */
 /* The exports (used by TOOLCAGE_TOOLS)                                     */
 /* ------------------------------------------------------------------------ */
+
+/* Whether `c` separates two sizes of `toolcage_icon.sizes` (internal). */
+static inline bool toolcage__size_sep(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == ',';
+}
+
+/* A space-separated size list as host strings (internal). */
+static inline void toolcage__sizes(tool_component_list_string_t *out, const char *sizes) {
+    out->ptr = NULL;
+    out->len = 0;
+    size_t n = 0;
+    for (const char *p = sizes; p && *p;) {
+        while (toolcage__size_sep(*p)) p++;
+        if (!*p) break;
+        n++;
+        while (*p && !toolcage__size_sep(*p)) p++;
+    }
+    if (!n) return;
+    out->ptr = (tool_component_string_t *)toolcage__xmalloc(n * sizeof *out->ptr);
+    for (const char *p = sizes; *p;) {
+        while (toolcage__size_sep(*p)) p++;
+        if (!*p) break;
+        const char *start = p;
+        while (*p && !toolcage__size_sep(*p)) p++;
+        toolcage__string_n(&out->ptr[out->len++], start, (size_t)(p - start));
+    }
+}
+
+/* A tool's icons (ended by one whose `src` is NULL) as host icons (internal). */
+static inline void toolcage__icons(toolcage_tool_types_list_icon_t *out, const toolcage_icon *icons) {
+    size_t n = 0;
+    while (icons && icons[n].src) n++;
+    out->len = n;
+    out->ptr = n ? (toolcage_tool_types_icon_t *)toolcage__xmalloc(n * sizeof *out->ptr) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        toolcage_tool_types_icon_t *icon = &out->ptr[i];
+        memset(icon, 0, sizeof *icon);
+        toolcage__string(&icon->src, icons[i].src);
+        toolcage__option_string(&icon->mime_type, icons[i].mime_type);
+        toolcage__sizes(&icon->sizes, icons[i].sizes);
+        icon->theme.is_some = icons[i].theme == TOOLCAGE_ICON_LIGHT || icons[i].theme == TOOLCAGE_ICON_DARK;
+        icon->theme.val = icons[i].theme == TOOLCAGE_ICON_DARK ? TOOLCAGE_TOOL_TYPES_ICON_THEME_DARK
+                                                               : TOOLCAGE_TOOL_TYPES_ICON_THEME_LIGHT;
+    }
+}
 
 static inline void toolcage__describe(const toolcage_tool *tools, size_t count,
                                       exports_toolcage_tool_tool_list_descriptor_t *ret) {
@@ -978,6 +1305,11 @@ static inline void toolcage__describe(const toolcage_tool *tools, size_t count,
         d->annotations.destructive = tool->destructive;
         d->annotations.idempotent = tool->idempotent;
         d->annotations.open_world = tool->open_world;
+        toolcage__icons(&d->icons, tool->icons);
+        d->task_support = (toolcage_tool_types_task_support_t)tool->task_support;
+        d->task_start = (toolcage_tool_types_task_start_t)tool->task_start;
+        /* Only the flags the contract defines: an unknown bit would trap. */
+        d->needs = (toolcage_tool_types_client_needs_t)(tool->needs & TOOLCAGE__NEEDS_ALL);
     }
 }
 

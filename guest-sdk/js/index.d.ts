@@ -147,6 +147,39 @@ export interface Annotations {
   openWorld?: boolean;
 }
 
+/**
+ * An icon a client may show beside the tool (MCP `Icon`). The host refuses
+ * a tool whose icons break its rules, and lists at most 8.
+ */
+export interface Icon {
+  /** An `https:` URL (the client fetches it) or a `data:image/...` URI (at most 64 KiB). */
+  src: string;
+  /** `image/png`, `image/svg+xml`, ..., if the URL does not make it plain. */
+  mimeType?: string;
+  /** Sizes it is drawn for, each `WxH` (`48x48`) or `any`. */
+  sizes?: string[];
+  /** The theme it suits; none means any. */
+  theme?: 'light' | 'dark';
+}
+
+/**
+ * Whether calls may run as MCP tasks (protocol 2026-07-28): `forbidden`
+ * (the default) answers every call in its request; `optional` runs a task
+ * when the client accepts tasks; `required` only then (other clients are
+ * refused before the call runs).
+ */
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
+/**
+ * When a task-run call becomes a task: as it starts (`with-call`, the
+ * default), or when it calls `beginTask()` (`on-begin-task`; questions asked
+ * before that are asked in the request).
+ */
+export type TaskStart = 'with-call' | 'on-begin-task';
+
+/** A capability the client must have for a tool to work. */
+export type ClientNeed = 'sampling' | 'elicitation' | 'roots';
+
 export interface ToolDefinition<I, O> {
   /** 1 to 128 characters from `A-Z a-z 0-9 _ - .`. */
   name: string;
@@ -158,6 +191,18 @@ export interface ToolDefinition<I, O> {
   /** The structured output's JSON Schema, an object schema. */
   output?: O;
   annotations?: Annotations;
+  /** Icons for clients to show (default: none). */
+  icons?: Icon[];
+  /** Whether calls may run as tasks (default `forbidden`). */
+  taskSupport?: TaskSupport;
+  /** When a task-run call becomes a task (default `with-call`). */
+  taskStart?: TaskStart;
+  /**
+   * What the client must be able to do for this tool to work: a 2026-07-28
+   * request that does not declare it is refused (error -32021) before the
+   * call runs (default: nothing).
+   */
+  needs?: ClientNeed[];
 }
 
 /**
@@ -175,6 +220,10 @@ export interface Tool<I, O> {
   readonly input: I;
   readonly output: O;
   readonly annotations: Readonly<Required<Annotations>>;
+  readonly icons: readonly Readonly<Icon & { sizes: readonly string[] }>[];
+  readonly taskSupport: TaskSupport;
+  readonly taskStart: TaskStart;
+  readonly needs: readonly ClientNeed[];
   readonly handler: (args: Infer<I>) => Returned<O> | Promise<Returned<O>>;
 }
 
@@ -202,6 +251,11 @@ export interface Descriptor {
   inputSchema: string;
   outputSchema: string | undefined;
   annotations: { readOnly: boolean; destructive: boolean; idempotent: boolean; openWorld: boolean };
+  icons: { src: string; mimeType: string | undefined; sizes: string[]; theme: 'light' | 'dark' | undefined }[];
+  taskSupport: TaskSupport;
+  taskStart: TaskStart;
+  /** The WIT `client-needs` flags. */
+  needs: { sampling: boolean; elicitation: boolean; roots: boolean };
 }
 
 export type WitContent =
@@ -289,3 +343,53 @@ export interface SamplingResponse {
 export function sample(prompt: string, maxTokens: number): string;
 /** Ask the client's model for a completion of a conversation. Throws as `sample` does. */
 export function sampleWith(request: SamplingRequest): SamplingResponse;
+
+/** A root the client shares (MCP `Root`): a folder the user works in. */
+export interface Root {
+  /** Usually `file:///...`. */
+  uri: string;
+  name: string | undefined;
+}
+
+/**
+ * The client's roots: what the user works on. They grant nothing (what the
+ * tool can open is the operator's decision). Throws an `Error` with the
+ * host's message when the client does not share its roots.
+ */
+export function roots(): Root[];
+
+/** A question for `askBatch`, under a key of the tool's choosing. */
+export type Question =
+  | { key: string; type: 'elicit'; message: string; schema: object | string }
+  | ({ key: string; type: 'sample' } & SamplingRequest)
+  | { key: string; type: 'roots' };
+
+/** The answer to one question of `askBatch`, under the question's key. */
+export type Answer =
+  | ({ key: string; type: 'elicit' } & ElicitResponse<any>)
+  | ({ key: string; type: 'sample' } & SamplingResponse)
+  | { key: string; type: 'roots'; roots: Root[] }
+  /** The client could not answer this question; `message` says why. */
+  | { key: string; type: 'error'; message: string };
+
+/**
+ * Ask several questions at once, each under a key (1 to 64 characters from
+ * `A-Z a-z 0-9 _ - .`, unique; `elicit-N`, `sample-N`, `roots-N` and
+ * `toolcage-...` are the host's): on 2026-07-28 clients the client answers
+ * all of them in one round. Answers come in the order asked. A malformed
+ * list (a bad or repeated key, more than 16 questions) ends the call.
+ */
+export function askBatch(questions: Question[]): Answer[];
+
+/**
+ * `elicit`, under a key of your choosing (see `askBatch`): the key a
+ * 2026-07-28 client sees in its `inputRequests`. Throws as `elicit` does.
+ */
+export function elicitAs<S extends object>(key: string, message: string, schema: S | string): ElicitResponse<Infer<S>>;
+
+/**
+ * From here the call may take long: for a tool with `taskStart:
+ * 'on-begin-task'`, a client that accepts tasks gets its task now. Anywhere
+ * else it does nothing.
+ */
+export function beginTask(): void;

@@ -9,8 +9,13 @@
 //
 // and is built with componentize-js against that world. No dependencies:
 // this file is the whole runtime.
+//
+// The world is `tool-component` of `toolcage:tool@0.2.0`: tools only. The
+// `resources`, `prompts` and `completions` exports of `full-component` are
+// not offered here (completions complete prompt and template arguments, so
+// they come with those).
 
-import * as host from 'toolcage:tool/host@0.1.0';
+import * as host from 'toolcage:tool/host@0.2.0';
 
 // ---------------------------------------------------------------------------
 // Schemas
@@ -116,6 +121,12 @@ function bytes(data, what) {
 
 const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const ANNOTATIONS = ['readOnly', 'destructive', 'idempotent', 'openWorld'];
+const FIELDS = ['name', 'title', 'description', 'input', 'output', 'annotations', 'icons', 'taskSupport', 'taskStart', 'needs'];
+const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
+const TASK_START = ['with-call', 'on-begin-task'];
+const NEEDS = ['sampling', 'elicitation', 'roots'];
+const ICON_KEYS = ['src', 'mimeType', 'sizes', 'theme'];
+const ICON_THEMES = ['light', 'dark'];
 const registry = new Map();
 
 function objectSchema(schema, what, name) {
@@ -123,6 +134,41 @@ function objectSchema(schema, what, name) {
     throw new TypeError(`tool \`${name}\`: \`${what}\` must be an object schema ({type: 'object', ...})`);
   }
   return JSON.stringify(schema);
+}
+
+function oneOf(value, allowed, what, name) {
+  if (!allowed.includes(value)) {
+    throw new TypeError(`tool \`${name}\`: \`${what}\` is ${JSON.stringify(value)} (expected one of ${allowed.map((a) => `'${a}'`).join(', ')})`);
+  }
+  return value;
+}
+
+// The icons as the WIT `icon` records. The host checks what the SDK cannot
+// (an `https:` or `data:image/` source, the size limits, at most 8 listed).
+function iconsOf(icons, name) {
+  if (!Array.isArray(icons)) throw new TypeError(`tool \`${name}\`: \`icons\` must be an array of icons ({src, mimeType?, sizes?, theme?})`);
+  return icons.map((icon, i) => {
+    const what = `tool \`${name}\`: icon ${i}`;
+    if (icon === null || typeof icon !== 'object') throw new TypeError(`${what} must be an object ({src, mimeType?, sizes?, theme?})`);
+    const extra = Object.keys(icon).find((key) => !ICON_KEYS.includes(key));
+    if (extra !== undefined) throw new TypeError(`${what}: unknown field \`${extra}\` (expected ${ICON_KEYS.join(', ')})`);
+    const { src, mimeType, sizes = [], theme } = icon;
+    if (typeof src !== 'string' || src === '') throw new TypeError(`${what}: \`src\` must be an https: URL or a data:image/ URI`);
+    if (mimeType !== undefined && typeof mimeType !== 'string') throw new TypeError(`${what}: \`mimeType\` must be a string`);
+    if (!Array.isArray(sizes) || !sizes.every((size) => typeof size === 'string')) {
+      throw new TypeError(`${what}: \`sizes\` must be an array of strings ('48x48', 'any')`);
+    }
+    if (theme !== undefined && !ICON_THEMES.includes(theme)) throw new TypeError(`${what}: \`theme\` must be 'light' or 'dark'`);
+    return Object.freeze({ src, mimeType, sizes: Object.freeze([...sizes]), theme });
+  });
+}
+
+// `needs`, a list of capability names, as the WIT `client-needs` flags (an
+// object of booleans).
+function needsOf(needs, name) {
+  if (!Array.isArray(needs)) throw new TypeError(`tool \`${name}\`: \`needs\` must be an array of ${NEEDS.map((n) => `'${n}'`).join(', ')}`);
+  for (const need of needs) oneOf(need, NEEDS, 'needs', name);
+  return Object.freeze([...new Set(needs)]);
 }
 
 /**
@@ -134,13 +180,24 @@ export function tool(definition, handler) {
   if (definition === null || typeof definition !== 'object') {
     throw new TypeError('tool: the first argument must be the definition object');
   }
-  const { name, title, description, input, output, annotations = {}, ...unknown } = definition;
+  const {
+    name,
+    title,
+    description,
+    input,
+    output,
+    annotations = {},
+    icons = [],
+    taskSupport = 'forbidden',
+    taskStart = 'with-call',
+    needs = [],
+  } = definition;
   if (typeof name !== 'string' || !NAME.test(name)) {
     throw new TypeError(`tool: the name ${JSON.stringify(name)} must be 1 to 128 characters from A-Z a-z 0-9 _ - .`);
   }
-  const extra = Object.keys(unknown);
-  if (extra.length > 0) {
-    throw new TypeError(`tool \`${name}\`: unknown field \`${extra[0]}\` (expected name, title, description, input, output, annotations)`);
+  const extra = Object.keys(definition).find((key) => !FIELDS.includes(key));
+  if (extra !== undefined) {
+    throw new TypeError(`tool \`${name}\`: unknown field \`${extra}\` (expected ${FIELDS.join(', ')})`);
   }
   if (registry.has(name)) throw new TypeError(`tool \`${name}\` is registered twice`);
   if (typeof description !== 'string' || description.length === 0) {
@@ -165,6 +222,10 @@ export function tool(definition, handler) {
     input: input ?? { type: 'object', properties: {} },
     output,
     annotations: Object.freeze(flags),
+    icons: Object.freeze(iconsOf(icons, name)),
+    taskSupport: oneOf(taskSupport, TASK_SUPPORT, 'taskSupport', name),
+    taskStart: oneOf(taskStart, TASK_START, 'taskStart', name),
+    needs: needsOf(needs, name),
     handler,
   });
   const inputSchema = objectSchema(def.input, 'input', name);
@@ -184,6 +245,10 @@ function describe() {
     inputSchema,
     outputSchema,
     annotations: { ...def.annotations },
+    icons: def.icons.map((icon) => ({ ...icon, sizes: [...icon.sizes] })),
+    taskSupport: def.taskSupport,
+    taskStart: def.taskStart,
+    needs: Object.fromEntries(NEEDS.map((need) => [need, def.needs.includes(need)])),
   }));
 }
 
@@ -378,16 +443,7 @@ export function progress(done, total, message) {
  * answer by replay the whole call runs again with the answer.
  */
 export function elicit(message, schema) {
-  const schemaJson = typeof schema === 'string' ? schema : JSON.stringify(schema);
-  const response = hostCall(() => host.elicit(String(message), schemaJson));
-  switch (response.tag) {
-    case 'accept':
-      return { action: 'accept', content: JSON.parse(response.val) };
-    case 'decline':
-      return { action: 'decline' };
-    default:
-      return { action: 'cancel' };
-  }
+  return elicitResponse(hostCall(() => host.elicit(String(message), schemaText(schema))));
 }
 
 /** Ask the user a yes/no question: true only if they accept. */
@@ -408,22 +464,136 @@ export function ask(message, schema) {
 
 /** Ask the client's model for a completion of a conversation. */
 export function sampleWith(request) {
-  const { messages, systemPrompt, maxTokens, temperature } = request ?? {};
-  if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > 0xffffffff) {
-    throw new TypeError('sample: `maxTokens` must be a positive integer');
-  }
-  const response = hostCall(() =>
-    host.sample({
-      messages: (messages ?? []).map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', text: String(m.text) })),
-      systemPrompt: systemPrompt === undefined || systemPrompt === null ? undefined : String(systemPrompt),
-      maxTokens,
-      temperature: temperature === undefined || temperature === null ? undefined : Number(temperature),
-    }),
-  );
+  const wit = samplingRequest(request);
+  const response = hostCall(() => host.sample(wit));
   return { text: response.text, model: response.model, stopReason: response.stopReason };
 }
 
 /** Ask the client's model to complete `prompt` (at most `maxTokens`): its text. */
 export function sample(prompt, maxTokens) {
   return sampleWith({ messages: [{ role: 'user', text: String(prompt) }], maxTokens }).text;
+}
+
+/**
+ * The client's roots (MCP `roots/list`): the folders the user works in, as
+ * `{uri, name}`. They say what the user is working on; they grant nothing
+ * (what the tool can open is the operator's decision). Throws an `Error`
+ * with the host's message when the client does not share its roots.
+ */
+export function roots() {
+  return hostCall(() => host.roots()).map(rootOf);
+}
+
+function rootOf(root) {
+  return { uri: root.uri, name: root.name };
+}
+
+const KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+const QUESTION_KEYS = {
+  elicit: ['key', 'type', 'message', 'schema'],
+  sample: ['key', 'type', 'messages', 'systemPrompt', 'maxTokens', 'temperature'],
+  roots: ['key', 'type'],
+};
+
+function samplingRequest(request) {
+  const { messages, systemPrompt, maxTokens, temperature } = request ?? {};
+  if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > 0xffffffff) {
+    throw new TypeError('sample: `maxTokens` must be a positive integer');
+  }
+  return {
+    messages: (messages ?? []).map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', text: String(m.text) })),
+    systemPrompt: systemPrompt === undefined || systemPrompt === null ? undefined : String(systemPrompt),
+    maxTokens,
+    temperature: temperature === undefined || temperature === null ? undefined : Number(temperature),
+  };
+}
+
+function schemaText(schema) {
+  return typeof schema === 'string' ? schema : JSON.stringify(schema);
+}
+
+function toWitQuestion(question, index) {
+  if (question === null || typeof question !== 'object') throw new TypeError(`askBatch: question ${index} must be an object ({key, type, ...})`);
+  const { key, type } = question;
+  if (typeof key !== 'string' || !KEY.test(key)) {
+    throw new TypeError(`askBatch: the key ${JSON.stringify(key)} must be 1 to 64 characters from A-Z a-z 0-9 _ - .`);
+  }
+  const fields = QUESTION_KEYS[type];
+  if (fields === undefined) throw new TypeError(`askBatch: question \`${key}\` has type ${JSON.stringify(type)} (expected 'elicit', 'sample' or 'roots')`);
+  const extra = Object.keys(question).find((field) => !fields.includes(field));
+  if (extra !== undefined) throw new TypeError(`askBatch: question \`${key}\` has an unknown field \`${extra}\` (expected ${fields.join(', ')})`);
+  switch (type) {
+    case 'elicit':
+      return { key, question: { tag: 'elicit', val: { message: String(question.message), requestedSchema: schemaText(question.schema) } } };
+    case 'sample':
+      return { key, question: { tag: 'sample', val: samplingRequest(question) } };
+    default:
+      return { key, question: { tag: 'roots' } };
+  }
+}
+
+function elicitResponse(response) {
+  switch (response.tag) {
+    case 'accept':
+      return { action: 'accept', content: JSON.parse(response.val) };
+    case 'decline':
+      return { action: 'decline' };
+    default:
+      return { action: 'cancel' };
+  }
+}
+
+function fromWitAnswer(key, result) {
+  if (result.tag === 'err') return { key, type: 'error', message: String(result.val) };
+  const answer = result.val;
+  switch (answer.tag) {
+    case 'elicit':
+      return { key, type: 'elicit', ...elicitResponse(answer.val) };
+    case 'sample':
+      return { key, type: 'sample', text: answer.val.text, model: answer.val.model, stopReason: answer.val.stopReason };
+    default:
+      return { key, type: 'roots', roots: answer.val.map(rootOf) };
+  }
+}
+
+/**
+ * Ask several questions at once, each under a key of your choosing (1 to
+ * 64 characters from `A-Z a-z 0-9 _ - .`, unique; `elicit-N`, `sample-N`,
+ * `roots-N` and `toolcage-...` are the host's). A question is
+ * `{key, type: 'elicit', message, schema}`,
+ * `{key, type: 'sample', messages, systemPrompt?, maxTokens, temperature?}`
+ * or `{key, type: 'roots'}`. On 2026-07-28 clients the client answers all
+ * of them in one round. The answers come in the order asked, each
+ * `{key, type, ...}` with the fields `elicit`, `sampleWith` or `roots` give,
+ * or `{key, type: 'error', message}` for a question the client could not
+ * answer. A malformed list (a bad or repeated key, more than 16 questions)
+ * ends the call with an error.
+ */
+export function askBatch(questions) {
+  if (!Array.isArray(questions)) throw new TypeError('askBatch: the questions must be an array');
+  const asked = questions.map(toWitQuestion);
+  const answers = host.ask(asked);
+  return answers.map((result, i) => fromWitAnswer(asked[i].key, result));
+}
+
+/**
+ * `elicit`, under a key of your choosing (see `askBatch`): the key a
+ * 2026-07-28 client sees in its `inputRequests`. Throws as `elicit` does.
+ */
+export function elicitAs(key, message, schema) {
+  const [answer] = askBatch([{ key, type: 'elicit', message, schema }]);
+  if (answer === undefined) throw new Error('the host gave no elicitation answer');
+  if (answer.type === 'error') throw new Error(answer.message);
+  const { key: _key, type: _type, ...response } = answer;
+  return response;
+}
+
+/**
+ * From here the call may take long: for a tool registered with `taskStart:
+ * 'on-begin-task'`, a client that accepts tasks gets its task now, and
+ * questions asked after this are the task's. Anywhere else it does
+ * nothing.
+ */
+export function beginTask() {
+  host.beginTask();
 }

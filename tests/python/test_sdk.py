@@ -2,21 +2,29 @@
 with the Rust, Python, JavaScript and C SDKs (tests/guests/sdk-rust,
 tests/components/sdk-{py,js,c}) must list and behave the same through the
 official Python SDK, in both protocol eras, under the same argument checks
-and limits."""
+and limits. Every example has a seventh, `where`,
+built on what contract 0.2.0 added (an icon, task support, a client need,
+the client's roots, a keyed question)."""
 
 from __future__ import annotations
 
 import json
 
+import mcp.types as types
 import pytest
+from mcp import MCPError
 
-from conftest import ERAS, LEGACY, session, text_of
+from conftest import ERAS, LEGACY, MODERN, session, text_of
 from test_least_privilege import asking, client
 
 pytestmark = pytest.mark.anyio
 
 LANGS = ["rust", "py", "js", "c"]
 TOOLS = {"word_count", "fail", "chatty", "archive", "spin", "hog"}
+# The examples built against contract 0.2.0, and the tool they add.
+V2_LANGS = ["rust", "py", "js", "c"]
+V2_TOOLS = {"where"}
+TASKS = "io.modelcontextprotocol/tasks"
 
 
 @pytest.fixture(params=LANGS)
@@ -25,11 +33,17 @@ def lang(request, setup):
     return request.param
 
 
+@pytest.fixture(params=V2_LANGS)
+def v2_lang(request, setup):
+    setup.add(f"sdk-{request.param}")
+    return request.param
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_the_example_tools_are_listed_with_their_schemas(setup, lang, era):
     async with session(setup, era) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
-    assert set(tools) == TOOLS, (lang, set(tools))
+    assert set(tools) == TOOLS | (V2_TOOLS if lang in V2_LANGS else set()), (lang, set(tools))
     count = tools["word_count"]
     assert count.description.startswith("Count the words in a text"), count.description
     schema = count.input_schema
@@ -116,6 +130,63 @@ async def test_limits_hold_for_every_language(setup, lang):
     async with session(setup, LEGACY) as c:
         timed = await c.call_tool("spin", {})
         assert timed.is_error and "deadline" in text_of(timed), (lang, text_of(timed))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_icons_and_task_support_declared_with_the_sdk_are_listed(setup, v2_lang, era):
+    async with session(setup, era) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    where = tools["where"]
+    assert [(i.src, i.mime_type, i.sizes, i.theme) for i in where.icons or []] == [
+        ("data:image/svg+xml;base64,PHN2Zy8+", "image/svg+xml", ["any"], None)
+    ], (v2_lang, where.icons)
+    assert where.meta[TASKS]["taskSupport"] == "optional", (v2_lang, where.meta)
+    # The defaults: no icons, and no task support to show.
+    for name in TOOLS:
+        assert not tools[name].icons, (v2_lang, name, tools[name].icons)
+        assert TASKS not in (tools[name].meta or {}), (v2_lang, name, tools[name].meta)
+
+
+def roots_of(*uris):
+    async def on_roots(_ctx):
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
+
+    return on_roots
+
+
+async def test_a_tool_that_needs_roots_refuses_a_modern_request_without_them(setup, v2_lang):
+    async with session(setup, MODERN) as c:
+        with pytest.raises(MCPError) as refused:
+            await c.call_tool("where", {})
+        assert refused.value.code == -32021, (v2_lang, refused.value.message)
+        assert refused.value.data == {"requiredCapabilities": {"roots": {}}}, (v2_lang, refused.value.data)
+        # Its other tools need nothing and still run.
+        assert not (await c.call_tool("word_count", {"text": "a b"})).is_error
+    # 2025-11-25 has no per-request capabilities: the call runs, and the
+    # host's refusal of `roots` reaches the model.
+    async with session(setup, LEGACY) as c:
+        unasked = await c.call_tool("where", {})
+        assert unasked.is_error and "roots" in text_of(unasked), (v2_lang, text_of(unasked))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_client_roots_reach_the_tool_plain_and_keyed(setup, v2_lang, era):
+    shared = roots_of("file:///home/ada/project", "file:///srv/data")
+    async with client(setup, era, list_roots_callback=shared) as c:
+        for arguments in [{}, {"key": "workspace"}]:
+            listed = await c.call_tool("where", arguments)
+            assert not listed.is_error, (v2_lang, arguments, text_of(listed))
+            assert text_of(listed) == "file:///home/ada/project\nfile:///srv/data", (v2_lang, arguments, text_of(listed))
+
+
+async def test_a_keyed_question_reaches_a_modern_client_under_its_key(setup, v2_lang):
+    async with session(setup, MODERN, list_roots_callback=roots_of("file:///w")) as c:
+        first = await c.call_tool("where", {"key": "workspace"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), (v2_lang, first)
+        assert list(first.input_requests) == ["workspace"], (v2_lang, first.input_requests)
+        plain = await c.call_tool("where", {}, allow_input_required=True)
+        assert isinstance(plain, types.InputRequiredResult), (v2_lang, plain)
+        assert list(plain.input_requests) == ["roots-0"], (v2_lang, plain.input_requests)
 
 
 def test_the_javascript_sdk_passes_its_own_tests():

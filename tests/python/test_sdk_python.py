@@ -242,3 +242,106 @@ def test_results_errors_and_host_services_through_the_bindings(sdk, monkeypatch,
     assert toolcage.Tool().call("sdk_raises", "[1]").content[0].value == "the arguments must be a JSON object"
     with pytest.raises(ValueError, match="two tools"):
         toolcage.tool(name="sdk_raises")(raises)
+
+
+def test_icons_tasks_and_needs_reach_the_descriptor(sdk):
+    toolcage, _host = sdk
+    from wit_world.imports import types
+
+    @toolcage.tool(
+        name="sdk_decorated",
+        icons=[toolcage.Icon("https://example.com/d.png", mime_type="image/png", sizes=["48x48"], theme="dark"), toolcage.Icon("data:image/svg+xml;base64,PHN2Zy8+")],
+        task_support="optional",
+        task_start="on-begin-task",
+        needs=["elicitation", "roots"],
+    )
+    def decorated() -> str:
+        """Has everything 0.2.0 adds."""
+        return "ok"
+
+    @toolcage.tool(name="sdk_plain")
+    def plain() -> str:
+        """Has the defaults."""
+        return "ok"
+
+    described = {d.name: d for d in toolcage.Tool().describe()}
+    d = described["sdk_decorated"]
+    assert d.icons == [
+        types.Icon(src="https://example.com/d.png", mime_type="image/png", sizes=["48x48"], theme=types.IconTheme.DARK),
+        types.Icon(src="data:image/svg+xml;base64,PHN2Zy8+", mime_type=None, sizes=[], theme=None),
+    ]
+    assert d.task_support == types.TaskSupport.OPTIONAL and d.task_start == types.TaskStart.ON_BEGIN_TASK
+    assert d.needs == types.ClientNeeds.ELICITATION | types.ClientNeeds.ROOTS
+    p = described["sdk_plain"]
+    assert p.icons == [] and p.task_support == types.TaskSupport.FORBIDDEN and p.task_start == types.TaskStart.WITH_CALL
+    assert p.needs == types.ClientNeeds(0)
+
+    for bad, problem in [
+        ({"task_support": "sometimes"}, "`task_support` is 'sometimes'"),
+        ({"task_start": "on_begin_task"}, "`task_start`"),
+        ({"needs": ["telepathy"]}, "`needs` is 'telepathy'"),
+        ({"needs": "roots"}, "not the string"),
+        ({"icons": ["https://example.com/x.png"]}, "is not an Icon"),
+    ]:
+        with pytest.raises(ValueError, match=problem):
+            toolcage.tool(name="sdk_bad", **bad)(plain)
+    with pytest.raises(ValueError, match="theme"):
+        toolcage.Icon("https://example.com/x.png", theme="blue")
+
+
+def test_roots_ask_batch_elicit_as_and_begin_task_through_the_bindings(sdk, monkeypatch):
+    toolcage, host = sdk
+    from componentize_py_types import Err, Ok
+
+    calls = []
+
+    def fake_ask(questions):
+        calls.append(("ask", questions))
+        answers = {
+            "who": Ok(host.Answer_Elicit(host.ElicitResponse_Accept('{"name": "Ada"}'))),
+            "say": Ok(host.Answer_Sample(host.SamplingResponse(text="hi", model="m", stop_reason=None))),
+            "where": Ok(host.Answer_Roots([host.Root(uri="file:///work", name="work")])),
+            "again": Err("the client cannot sample"),
+        }
+        return [answers[q.key] for q in questions]
+
+    def fake_roots():
+        calls.append(("roots",))
+        return [host.Root(uri="file:///a", name=None)]
+
+    monkeypatch.setattr(host, "ask", fake_ask)
+    monkeypatch.setattr(host, "roots", fake_roots)
+    monkeypatch.setattr(host, "begin_task", lambda: calls.append(("begin_task",)))
+
+    answers = toolcage.ask_batch(
+        {
+            "who": toolcage.ElicitQuestion("Name?", {"type": "object", "properties": {"name": {"type": "string"}}}),
+            "say": toolcage.SampleQuestion("hello", 5),
+            "where": toolcage.RootsQuestion(),
+            "again": toolcage.SampleQuestion("more", 1),
+        }
+    )
+    assert list(answers) == ["who", "say", "where", "again"]
+    assert answers["who"] == {"action": "accept", "content": {"name": "Ada"}}
+    assert answers["say"] == "hi"
+    assert answers["where"] == [toolcage.Root("file:///work", "work")]
+    assert isinstance(answers["again"], toolcage.HostError) and str(answers["again"]) == "the client cannot sample"
+    (_, asked) = calls[0]
+    assert [q.key for q in asked] == ["who", "say", "where", "again"]
+    assert asked[0].question == host.Question_Elicit(host.Elicitation(message="Name?", requested_schema='{"type": "object", "properties": {"name": {"type": "string"}}}'))
+    assert asked[1].question.value.max_tokens == 5 and asked[1].question.value.messages[0].text == "hello"
+    assert asked[2].question == host.Question_Roots()
+    with pytest.raises(ValueError, match="1 to 64 characters"):
+        toolcage.ask_batch({"bad key": toolcage.RootsQuestion()})
+
+    assert toolcage.elicit_as("who", "Name?", {"type": "object", "properties": {}}) == {"action": "accept", "content": {"name": "Ada"}}
+    assert calls[-1][1][0].key == "who"
+    with pytest.raises(toolcage.HostError, match="cannot sample"):
+        toolcage.elicit_as("again", "More?", {"type": "object", "properties": {}})
+
+    assert toolcage.roots() == [toolcage.Root("file:///a", None)]
+    monkeypatch.setattr(host, "roots", lambda: (_ for _ in ()).throw(Err("the client does not share its roots")))
+    with pytest.raises(toolcage.HostError, match="does not share its roots"):
+        toolcage.roots()
+    toolcage.begin_task()
+    assert calls[-1] == ("begin_task",)

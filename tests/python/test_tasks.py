@@ -388,3 +388,41 @@ async def test_an_update_for_a_task_that_asks_nothing_changes_nothing(setup):
         state = await get_task(client, created.task_id)
         assert state.status == "working" and not state.input_requests
         await cancel_task(client, created.task_id)
+
+
+async def test_a_task_is_invisible_to_another_caller(setup, tmp_path):
+    """Over HTTP with OAuth, a task belongs to the identity that made it:
+    another caller (here another client of the same policy) asking for it
+    by its id gets the answer an id that never existed gets."""
+    from oauth_server import AuthServer
+    from test_authorization import Protected, bearer
+
+    auth = AuthServer()
+    auth.add_client("writer", "writer-secret", ["mcp", "tools.write"])
+    auth.add_client("writer2", "writer2-secret", ["mcp", "tools.write"])
+    # `slow` (misbehave) runs as a task by the operator's word.
+    protected = Protected(setup, auth, tmp_path, extra_oauth='\n[tools.slow]\ntasks = "optional"\n')
+    try:
+        meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+
+        def request(token, method, params, name):
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method, "Mcp-Name": name, **bearer(token)}
+            status, _, text = post(protected.url, body, headers)
+            return json.loads(text)
+
+        mine, theirs = protected.token("writer"), protected.token("writer2")
+        created = request(mine, "tools/call", {"name": "slow", "arguments": {"ms": 60_000}}, "slow")["result"]
+        assert created["resultType"] == "task", created
+        task = created["taskId"]
+        for method in ["tasks/get", "tasks/cancel", "tasks/update"]:
+            params = {"taskId": task, **({"inputResponses": {}} if method == "tasks/update" else {})}
+            reply = request(theirs, method, params, task)
+            assert reply["error"]["code"] == -32602 and "unknown task" in reply["error"]["message"], reply
+        # Still running, and still its maker's to read and cancel.
+        assert request(mine, "tasks/get", {"taskId": task}, task)["result"]["status"] == "working"
+        assert request(mine, "tasks/cancel", {"taskId": task}, task)["result"] == {"resultType": "complete"}
+        assert request(mine, "tasks/get", {"taskId": task}, task)["result"]["status"] == "cancelled"
+    finally:
+        protected.stop()
+        auth.stop()

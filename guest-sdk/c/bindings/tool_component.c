@@ -3,29 +3,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `toolcage:tool/host@0.1.0`
+// Imported Functions from `toolcage:tool/host@0.2.0`
 
-__attribute__((__import_module__("toolcage:tool/host@0.1.0"), __import_name__("log")))
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("log")))
 extern void __wasm_import_toolcage_tool_host_log(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolcage:tool/host@0.1.0"), __import_name__("progress")))
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("progress")))
 extern void __wasm_import_toolcage_tool_host_progress(double, int32_t, double, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("toolcage:tool/host@0.1.0"), __import_name__("elicit")))
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("elicit")))
 extern void __wasm_import_toolcage_tool_host_elicit(uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("toolcage:tool/host@0.1.0"), __import_name__("sample")))
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("sample")))
 extern void __wasm_import_toolcage_tool_host_sample(uint8_t *, size_t, int32_t, uint8_t *, size_t, int32_t, int32_t, double, uint8_t *);
 
-// Exported Functions from `toolcage:tool/tool@0.1.0`
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("roots")))
+extern void __wasm_import_toolcage_tool_host_roots(uint8_t *);
 
-__attribute__((__weak__, __export_name__("cabi_post_toolcage:tool/tool@0.1.0#describe")))
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("ask")))
+extern void __wasm_import_toolcage_tool_host_ask(uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("toolcage:tool/host@0.2.0"), __import_name__("begin-task")))
+extern void __wasm_import_toolcage_tool_host_begin_task(void);
+
+// Exported Functions from `toolcage:tool/tool@0.2.0`
+
+__attribute__((__weak__, __export_name__("cabi_post_toolcage:tool/tool@0.2.0#describe")))
 void __wasm_export_exports_toolcage_tool_tool_describe_post_return(uint8_t * arg0) {
-  size_t len = *((size_t*) (arg0 + sizeof(void*)));
-  if (len > 0) {
-    uint8_t *ptr = *((uint8_t **) (arg0 + 0));
-    for (size_t i = 0; i < len; i++) {
-      uint8_t *base = ptr + i * (13*sizeof(void*));
+  size_t len3 = *((size_t*) (arg0 + sizeof(void*)));
+  if (len3 > 0) {
+    uint8_t *ptr4 = *((uint8_t **) (arg0 + 0));
+    for (size_t i5 = 0; i5 < len3; i5++) {
+      uint8_t *base = ptr4 + i5 * (16*sizeof(void*));
       (void) base;
       if ((*((size_t*) (base + sizeof(void*)))) > 0) {
         free(*((uint8_t **) (base + 0)));
@@ -58,12 +67,47 @@ void __wasm_export_exports_toolcage_tool_tool_describe_post_return(uint8_t * arg
           break;
         }
       }
+      size_t len0 = *((size_t*) (base + (14*sizeof(void*))));
+      if (len0 > 0) {
+        uint8_t *ptr1 = *((uint8_t **) (base + (13*sizeof(void*))));
+        for (size_t i2 = 0; i2 < len0; i2++) {
+          uint8_t *base = ptr1 + i2 * (8*sizeof(void*));
+          (void) base;
+          if ((*((size_t*) (base + sizeof(void*)))) > 0) {
+            free(*((uint8_t **) (base + 0)));
+          }
+          switch ((int32_t) (int32_t) *((uint8_t*) (base + (2*sizeof(void*))))) {
+            case 0: {
+              break;
+            }
+            case 1: {
+              if ((*((size_t*) (base + (4*sizeof(void*))))) > 0) {
+                free(*((uint8_t **) (base + (3*sizeof(void*)))));
+              }
+              break;
+            }
+          }
+          size_t len = *((size_t*) (base + (6*sizeof(void*))));
+          if (len > 0) {
+            uint8_t *ptr = *((uint8_t **) (base + (5*sizeof(void*))));
+            for (size_t i = 0; i < len; i++) {
+              uint8_t *base = ptr + i * (2*sizeof(void*));
+              (void) base;
+              if ((*((size_t*) (base + sizeof(void*)))) > 0) {
+                free(*((uint8_t **) (base + 0)));
+              }
+            }
+            free(ptr);
+          }
+        }
+        free(ptr1);
+      }
     }
-    free(ptr);
+    free(ptr4);
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_toolcage:tool/tool@0.1.0#call")))
+__attribute__((__weak__, __export_name__("cabi_post_toolcage:tool/tool@0.2.0#call")))
 void __wasm_export_exports_toolcage_tool_tool_call_post_return(uint8_t * arg0) {
   size_t len6 = *((size_t*) (arg0 + sizeof(void*)));
   if (len6 > 0) {
@@ -225,6 +269,62 @@ void toolcage_tool_host_sampling_response_free(toolcage_tool_host_sampling_respo
   tool_component_option_string_free(&ptr->stop_reason);
 }
 
+void toolcage_tool_host_root_free(toolcage_tool_host_root_t *ptr) {
+  tool_component_string_free(&ptr->uri);
+  tool_component_option_string_free(&ptr->name);
+}
+
+void toolcage_tool_host_elicitation_free(toolcage_tool_host_elicitation_t *ptr) {
+  tool_component_string_free(&ptr->message);
+  tool_component_string_free(&ptr->requested_schema);
+}
+
+void toolcage_tool_host_question_free(toolcage_tool_host_question_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      toolcage_tool_host_elicitation_free(&ptr->val.elicit);
+      break;
+    }
+    case 1: {
+      toolcage_tool_host_sampling_request_free(&ptr->val.sample);
+      break;
+    }
+  }
+}
+
+void toolcage_tool_host_keyed_question_free(toolcage_tool_host_keyed_question_t *ptr) {
+  tool_component_string_free(&ptr->key);
+  toolcage_tool_host_question_free(&ptr->question);
+}
+
+void toolcage_tool_host_list_root_free(toolcage_tool_host_list_root_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolcage_tool_host_root_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolcage_tool_host_root_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolcage_tool_host_answer_free(toolcage_tool_host_answer_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      toolcage_tool_host_elicit_response_free(&ptr->val.elicit);
+      break;
+    }
+    case 1: {
+      toolcage_tool_host_sampling_response_free(&ptr->val.sample);
+      break;
+    }
+    case 2: {
+      toolcage_tool_host_list_root_free(&ptr->val.roots);
+      break;
+    }
+  }
+}
+
 void toolcage_tool_host_result_elicit_response_string_free(toolcage_tool_host_result_elicit_response_string_t *ptr) {
   if (!ptr->is_err) {
     toolcage_tool_host_elicit_response_free(&ptr->val.ok);
@@ -241,12 +341,85 @@ void toolcage_tool_host_result_sampling_response_string_free(toolcage_tool_host_
   }
 }
 
+void toolcage_tool_host_result_list_root_string_free(toolcage_tool_host_result_list_root_string_t *ptr) {
+  if (!ptr->is_err) {
+    toolcage_tool_host_list_root_free(&ptr->val.ok);
+  } else {
+    tool_component_string_free(&ptr->val.err);
+  }
+}
+
+void toolcage_tool_host_list_keyed_question_free(toolcage_tool_host_list_keyed_question_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolcage_tool_host_keyed_question_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolcage_tool_host_keyed_question_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolcage_tool_host_result_answer_string_free(toolcage_tool_host_result_answer_string_t *ptr) {
+  if (!ptr->is_err) {
+    toolcage_tool_host_answer_free(&ptr->val.ok);
+  } else {
+    tool_component_string_free(&ptr->val.err);
+  }
+}
+
+void toolcage_tool_host_list_result_answer_string_free(toolcage_tool_host_list_result_answer_string_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolcage_tool_host_result_answer_string_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolcage_tool_host_result_answer_string_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void tool_component_list_string_free(tool_component_list_string_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    tool_component_string_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      tool_component_string_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void toolcage_tool_types_option_icon_theme_free(toolcage_tool_types_option_icon_theme_t *ptr) {
+  if (ptr->is_some) {
+  }
+}
+
+void toolcage_tool_types_icon_free(toolcage_tool_types_icon_t *ptr) {
+  tool_component_string_free(&ptr->src);
+  tool_component_option_string_free(&ptr->mime_type);
+  tool_component_list_string_free(&ptr->sizes);
+  toolcage_tool_types_option_icon_theme_free(&ptr->theme);
+}
+
+void toolcage_tool_types_list_icon_free(toolcage_tool_types_list_icon_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    toolcage_tool_types_icon_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      toolcage_tool_types_icon_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
 void toolcage_tool_types_descriptor_free(toolcage_tool_types_descriptor_t *ptr) {
   tool_component_string_free(&ptr->name);
   tool_component_option_string_free(&ptr->title);
   tool_component_string_free(&ptr->description);
   tool_component_string_free(&ptr->input_schema);
   tool_component_option_string_free(&ptr->output_schema);
+  toolcage_tool_types_list_icon_free(&ptr->icons);
 }
 
 void tool_component_list_u8_free(tool_component_list_u8_t *ptr) {
@@ -514,7 +687,46 @@ bool toolcage_tool_host_sample(toolcage_tool_host_sampling_request_t *request, t
   }
 }
 
-__attribute__((__export_name__("toolcage:tool/tool@0.1.0#describe")))
+bool toolcage_tool_host_roots(toolcage_tool_host_list_root_t *ret, tool_component_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_toolcage_tool_host_roots(ptr);
+  toolcage_tool_host_result_list_root_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (toolcage_tool_host_list_root_t) { (toolcage_tool_host_root_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (tool_component_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+void toolcage_tool_host_ask(toolcage_tool_host_list_keyed_question_t *questions, toolcage_tool_host_list_result_answer_string_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_toolcage_tool_host_ask((uint8_t *) (*questions).ptr, (*questions).len, ptr);
+  *ret = (toolcage_tool_host_list_result_answer_string_t) { (toolcage_tool_host_result_answer_string_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void toolcage_tool_host_begin_task(void) {
+  __wasm_import_toolcage_tool_host_begin_task();
+}
+
+__attribute__((__export_name__("toolcage:tool/tool@0.2.0#describe")))
 uint8_t * __wasm_export_exports_toolcage_tool_tool_describe(void) {
   exports_toolcage_tool_tool_list_descriptor_t ret;
   exports_toolcage_tool_tool_describe(&ret);
@@ -524,7 +736,7 @@ uint8_t * __wasm_export_exports_toolcage_tool_tool_describe(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("toolcage:tool/tool@0.1.0#call")))
+__attribute__((__export_name__("toolcage:tool/tool@0.2.0#call")))
 uint8_t * __wasm_export_exports_toolcage_tool_tool_call(uint8_t * arg, size_t arg0, uint8_t * arg1, size_t arg2) {
   tool_component_string_t arg3 = (tool_component_string_t) { (uint8_t*)(arg), (arg0) };
   tool_component_string_t arg4 = (tool_component_string_t) { (uint8_t*)(arg1), (arg2) };

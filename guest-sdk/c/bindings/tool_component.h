@@ -87,6 +87,63 @@ typedef struct toolcage_tool_host_sampling_response_t {
   tool_component_option_string_t   stop_reason;
 } toolcage_tool_host_sampling_response_t;
 
+// A root the client shares (MCP `Root`): a folder the user works in.
+typedef struct toolcage_tool_host_root_t {
+  // Its URI, usually `file:///...`.
+  tool_component_string_t   uri;
+  // A name for it, if the client gives one.
+  tool_component_option_string_t   name;
+} toolcage_tool_host_root_t;
+
+// A form to put to the user (the arguments of `elicit`).
+typedef struct toolcage_tool_host_elicitation_t {
+  tool_component_string_t   message;
+  tool_component_string_t   requested_schema;
+} toolcage_tool_host_elicitation_t;
+
+// A question for the client.
+typedef struct toolcage_tool_host_question_t {
+  uint8_t tag;
+  union {
+    toolcage_tool_host_elicitation_t     elicit;
+    toolcage_tool_host_sampling_request_t     sample;
+  } val;
+} toolcage_tool_host_question_t;
+
+#define TOOLCAGE_TOOL_HOST_QUESTION_ELICIT 0
+#define TOOLCAGE_TOOL_HOST_QUESTION_SAMPLE 1
+#define TOOLCAGE_TOOL_HOST_QUESTION_ROOTS 2
+
+// A question with the name it is asked under.
+typedef struct toolcage_tool_host_keyed_question_t {
+  // 1 to 64 characters from `A-Z a-z 0-9 _ - .`, unique within the
+  // call; the client sees it (on 2026-07-28 it keys the
+  // `inputRequests` the client answers). Names starting with
+  // `toolcage-`, and `elicit-N`, `sample-N` and `roots-N` (the keys
+  // the host gives `elicit`, `sample` and `roots`), are refused.
+  tool_component_string_t   key;
+  toolcage_tool_host_question_t   question;
+} toolcage_tool_host_keyed_question_t;
+
+typedef struct {
+  toolcage_tool_host_root_t *ptr;
+  size_t len;
+} toolcage_tool_host_list_root_t;
+
+// The client's answer to one question.
+typedef struct toolcage_tool_host_answer_t {
+  uint8_t tag;
+  union {
+    toolcage_tool_host_elicit_response_t     elicit;
+    toolcage_tool_host_sampling_response_t     sample;
+    toolcage_tool_host_list_root_t     roots;
+  } val;
+} toolcage_tool_host_answer_t;
+
+#define TOOLCAGE_TOOL_HOST_ANSWER_ELICIT 0
+#define TOOLCAGE_TOOL_HOST_ANSWER_SAMPLE 1
+#define TOOLCAGE_TOOL_HOST_ANSWER_ROOTS 2
+
 typedef struct {
   bool is_err;
   union {
@@ -102,6 +159,32 @@ typedef struct {
     tool_component_string_t err;
   } val;
 } toolcage_tool_host_result_sampling_response_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    toolcage_tool_host_list_root_t ok;
+    tool_component_string_t err;
+  } val;
+} toolcage_tool_host_result_list_root_string_t;
+
+typedef struct {
+  toolcage_tool_host_keyed_question_t *ptr;
+  size_t len;
+} toolcage_tool_host_list_keyed_question_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    toolcage_tool_host_answer_t ok;
+    tool_component_string_t err;
+  } val;
+} toolcage_tool_host_result_answer_string_t;
+
+typedef struct {
+  toolcage_tool_host_result_answer_string_t *ptr;
+  size_t len;
+} toolcage_tool_host_list_result_answer_string_t;
 
 // Hints for clients about how a tool behaves (MCP `ToolAnnotations`).
 // They are hints, not guarantees: the sandbox, not these flags,
@@ -119,6 +202,80 @@ typedef struct toolcage_tool_types_annotations_t {
   // example the web), as opposed to a closed domain.
   bool   open_world;
 } toolcage_tool_types_annotations_t;
+
+// The theme an icon is drawn for.
+typedef uint8_t toolcage_tool_types_icon_theme_t;
+
+#define TOOLCAGE_TOOL_TYPES_ICON_THEME_LIGHT 0
+#define TOOLCAGE_TOOL_TYPES_ICON_THEME_DARK 1
+
+typedef struct {
+  tool_component_string_t *ptr;
+  size_t len;
+} tool_component_list_string_t;
+
+typedef struct {
+  bool is_some;
+  toolcage_tool_types_icon_theme_t val;
+} toolcage_tool_types_option_icon_theme_t;
+
+// An icon a client may show beside a tool, resource, template or
+// prompt (MCP `Icon`). The host lists at most 8 per item and refuses
+// a descriptor whose icons break the rules below.
+typedef struct toolcage_tool_types_icon_t {
+  // Where the image is: an `https:` URL (the client fetches it, so
+  // it learns that the client showed the item) or a `data:image/...`
+  // URI (at most 64 KiB). Nothing else is accepted.
+  tool_component_string_t   src;
+  // Its MIME type (`image/png`, `image/svg+xml`, ...), if the URL
+  // does not make it plain.
+  tool_component_option_string_t   mime_type;
+  // Sizes it is drawn for, each `WxH` (`48x48`) or `any`.
+  tool_component_list_string_t   sizes;
+  // The theme it suits; none means any.
+  toolcage_tool_types_option_icon_theme_t   theme;
+} toolcage_tool_types_icon_t;
+
+// Whether calls of a tool may run as MCP tasks (the
+// `io.modelcontextprotocol/tasks` extension of protocol 2026-07-28):
+// the client gets a task id at once and polls for the result, so a
+// call can outlive one request. The operator can override this per
+// tool (`tasks = "..."` in the config).
+typedef uint8_t toolcage_tool_types_task_support_t;
+
+// Every call answers in its request.
+#define TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_FORBIDDEN 0
+// A task when the client accepts tasks; in the request otherwise.
+#define TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_OPTIONAL 1
+// Only as a task: a request from a client that does not accept
+// tasks is refused before the call runs.
+#define TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_REQUIRED 2
+
+// When a call that runs as a task becomes one.
+typedef uint8_t toolcage_tool_types_task_start_t;
+
+// As soon as the call starts: questions the call asks become the
+// task's input requests.
+#define TOOLCAGE_TOOL_TYPES_TASK_START_WITH_CALL 0
+// When the call invokes `host.begin-task`: until then it runs in
+// its request, and questions it asks are asked there (on 2026-07-28,
+// an input-required result and a retry). A call that returns
+// before `begin-task` answers in its request.
+#define TOOLCAGE_TOOL_TYPES_TASK_START_ON_BEGIN_TASK 1
+
+// Capabilities a client must have for a tool to work. A 2026-07-28
+// request that does not declare them is refused before the call runs
+// (error -32021), instead of the call failing when it asks.
+typedef uint8_t toolcage_tool_types_client_needs_t;
+
+#define TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_SAMPLING (1 << 0)
+#define TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ELICITATION (1 << 1)
+#define TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ROOTS (1 << 2)
+
+typedef struct {
+  toolcage_tool_types_icon_t *ptr;
+  size_t len;
+} toolcage_tool_types_list_icon_t;
 
 // One tool, as listed to MCP clients.
 typedef struct toolcage_tool_types_descriptor_t {
@@ -141,6 +298,14 @@ typedef struct toolcage_tool_types_descriptor_t {
   // successful result's structured output against it.
   tool_component_option_string_t   output_schema;
   toolcage_tool_types_annotations_t   annotations;
+  // Icons for clients to show.
+  toolcage_tool_types_list_icon_t   icons;
+  // Whether calls may run as tasks.
+  toolcage_tool_types_task_support_t   task_support;
+  // When a task-run call becomes a task.
+  toolcage_tool_types_task_start_t   task_start;
+  // What the client must be able to do for this tool to work.
+  toolcage_tool_types_client_needs_t   needs;
 } toolcage_tool_types_descriptor_t;
 
 typedef struct {
@@ -217,7 +382,7 @@ typedef struct {
   size_t len;
 } exports_toolcage_tool_tool_list_descriptor_t;
 
-// Imported Functions from `toolcage:tool/host@0.1.0`
+// Imported Functions from `toolcage:tool/host@0.2.0`
 // Send a log message. It goes to the server's log and, where the
 // client's protocol revision and requested level allow, to the client
 // as a `notifications/message`. The host keeps at most a bounded number
@@ -239,8 +404,28 @@ extern bool toolcage_tool_host_elicit(tool_component_string_t *message, tool_com
 // not allowed this tool to sample (it spends the user's tokens), when
 // the client cannot sample, or when the user refuses.
 extern bool toolcage_tool_host_sample(toolcage_tool_host_sampling_request_t *request, toolcage_tool_host_sampling_response_t *ret, tool_component_string_t *err);
+// The client's roots (MCP `roots/list`). This says what the user works
+// on; it grants nothing: what the tool can open is still decided by
+// the operator's grants. Fails when the client does not declare roots.
+// At most 1,024 roots reach the tool.
+extern bool toolcage_tool_host_roots(toolcage_tool_host_list_root_t *ret, tool_component_string_t *err);
+// Ask several questions at once, each under a name of the tool's
+// choosing. On 2026-07-28 the client gets all of those it has not
+// answered yet in one input-required result and answers them in one
+// retry; on older clients they are asked one after another. Answers
+// come back in the order of `questions`; a question the client cannot
+// answer (or a malformed one) gets its own error. At most 16 questions.
+// The call traps if the list itself is malformed (a bad or repeated
+// key, more than 16).
+extern void toolcage_tool_host_ask(toolcage_tool_host_list_keyed_question_t *questions, toolcage_tool_host_list_result_answer_string_t *ret);
+// For a tool whose calls run as tasks from `begin-task` on (see
+// `task-start`): from here the call may take long. On a client that
+// accepts tasks, the request is answered with a task now and the call
+// goes on inside it; questions asked after this become the task's
+// input requests. Anywhere else it does nothing.
+extern void toolcage_tool_host_begin_task(void);
 
-// Exported Functions from `toolcage:tool/tool@0.1.0`
+// Exported Functions from `toolcage:tool/tool@0.2.0`
 void exports_toolcage_tool_tool_describe(exports_toolcage_tool_tool_list_descriptor_t *ret);
 void exports_toolcage_tool_tool_call(tool_component_string_t *name, tool_component_string_t *arguments, exports_toolcage_tool_tool_call_result_t *ret);
 
@@ -260,9 +445,37 @@ void toolcage_tool_host_sampling_request_free(toolcage_tool_host_sampling_reques
 
 void toolcage_tool_host_sampling_response_free(toolcage_tool_host_sampling_response_t *ptr);
 
+void toolcage_tool_host_root_free(toolcage_tool_host_root_t *ptr);
+
+void toolcage_tool_host_elicitation_free(toolcage_tool_host_elicitation_t *ptr);
+
+void toolcage_tool_host_question_free(toolcage_tool_host_question_t *ptr);
+
+void toolcage_tool_host_keyed_question_free(toolcage_tool_host_keyed_question_t *ptr);
+
+void toolcage_tool_host_list_root_free(toolcage_tool_host_list_root_t *ptr);
+
+void toolcage_tool_host_answer_free(toolcage_tool_host_answer_t *ptr);
+
 void toolcage_tool_host_result_elicit_response_string_free(toolcage_tool_host_result_elicit_response_string_t *ptr);
 
 void toolcage_tool_host_result_sampling_response_string_free(toolcage_tool_host_result_sampling_response_string_t *ptr);
+
+void toolcage_tool_host_result_list_root_string_free(toolcage_tool_host_result_list_root_string_t *ptr);
+
+void toolcage_tool_host_list_keyed_question_free(toolcage_tool_host_list_keyed_question_t *ptr);
+
+void toolcage_tool_host_result_answer_string_free(toolcage_tool_host_result_answer_string_t *ptr);
+
+void toolcage_tool_host_list_result_answer_string_free(toolcage_tool_host_list_result_answer_string_t *ptr);
+
+void tool_component_list_string_free(tool_component_list_string_t *ptr);
+
+void toolcage_tool_types_option_icon_theme_free(toolcage_tool_types_option_icon_theme_t *ptr);
+
+void toolcage_tool_types_icon_free(toolcage_tool_types_icon_t *ptr);
+
+void toolcage_tool_types_list_icon_free(toolcage_tool_types_list_icon_t *ptr);
 
 void toolcage_tool_types_descriptor_free(toolcage_tool_types_descriptor_t *ptr);
 

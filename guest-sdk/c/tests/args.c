@@ -12,6 +12,79 @@ void __wasm_import_toolcage_tool_host_progress(double a, int32_t b, double c, in
 void __wasm_import_toolcage_tool_host_elicit(uint8_t *a, size_t b, uint8_t *c, size_t d, uint8_t *e) {}
 void __wasm_import_toolcage_tool_host_sample(uint8_t *a, size_t b, int32_t c, uint8_t *d, size_t e,
                                              int32_t f, int32_t g, double h, uint8_t *i) {}
+static int begun;
+void __wasm_import_toolcage_tool_host_begin_task(void) { begun++; }
+
+// The host's side of `roots` and `ask`, natively: the bindings pass and
+// read C structs (the canonical layout on wasm32), and free what the host
+// returns, so everything returned is malloc'd.
+static tool_component_string_t host_string(const char *s) {
+    tool_component_string_t out;
+    tool_component_string_dup(&out, s);
+    return out;
+}
+
+static toolcage_tool_host_list_root_t host_roots(void) {
+    toolcage_tool_host_list_root_t list;
+    list.len = 2;
+    list.ptr = malloc(2 * sizeof *list.ptr);
+    list.ptr[0].uri = host_string("file:///work");
+    list.ptr[0].name.is_some = true;
+    list.ptr[0].name.val = host_string("work");
+    list.ptr[1].uri = host_string("file:///tmp");
+    list.ptr[1].name.is_some = false;
+    return list;
+}
+
+static bool roots_refused;
+void __wasm_import_toolcage_tool_host_roots(uint8_t *ret) {
+    // The bindings read the result at the canonical offsets: the tag, then
+    // the payload one pointer in.
+    *ret = roots_refused;
+    if (roots_refused) {
+        tool_component_string_t err = host_string("the client does not share its roots");
+        memcpy(ret + sizeof(void *), &err, sizeof err);
+    } else {
+        toolcage_tool_host_list_root_t list = host_roots();
+        memcpy(ret + sizeof(void *), &list, sizeof list);
+    }
+}
+
+// What the last `ask` asked: keys and kinds, as "key:kind," text.
+static char asked[256];
+void __wasm_import_toolcage_tool_host_ask(uint8_t *questions, size_t len, uint8_t *ret) {
+    toolcage_tool_host_keyed_question_t *q = (toolcage_tool_host_keyed_question_t *)questions;
+    toolcage_tool_host_list_result_answer_string_t answers;
+    answers.len = len;
+    answers.ptr = malloc(len * sizeof *answers.ptr);
+    asked[0] = '\0';
+    for (size_t i = 0; i < len; i++) {
+        toolcage_tool_host_result_answer_string_t *a = &answers.ptr[i];
+        memset(a, 0, sizeof *a);
+        snprintf(asked + strlen(asked), sizeof asked - strlen(asked), "%.*s:%d,", (int)q[i].key.len,
+                 (const char *)q[i].key.ptr, q[i].question.tag);
+        if (q[i].key.len == 7 && memcmp(q[i].key.ptr, "refused", 7) == 0) {
+            a->is_err = true;
+            a->val.err = host_string("the client cannot answer");
+            continue;
+        }
+        a->val.ok.tag = q[i].question.tag;
+        switch (q[i].question.tag) {
+        case TOOLCAGE_TOOL_HOST_QUESTION_ELICIT:
+            a->val.ok.val.elicit.tag = TOOLCAGE_TOOL_HOST_ELICIT_RESPONSE_ACCEPT;
+            a->val.ok.val.elicit.val.accept = host_string("{\"n\":1}");
+            break;
+        case TOOLCAGE_TOOL_HOST_QUESTION_SAMPLE:
+            a->val.ok.val.sample.text = host_string("hi");
+            a->val.ok.val.sample.model = host_string("m");
+            a->val.ok.val.sample.stop_reason.is_some = false;
+            break;
+        default:
+            a->val.ok.val.roots = host_roots();
+        }
+    }
+    memcpy(ret, &answers, sizeof answers);
+}
 // Defined by tool_component_component_type.o, a wasm object.
 void __component_type_object_force_link_tool_component(void) {}
 
@@ -49,7 +122,23 @@ static void dummy(const char *args, toolcage_result *result) {
     toolcage_structured(result, "{\"a\":1}");
 }
 
-TOOLCAGE_TOOLS({.name = "dummy", .description = "d", .run = dummy});
+TOOLCAGE_TOOLS(
+    {.name = "dummy", .description = "d", .run = dummy},
+    {
+        .name = "decorated",
+        .description = "Has what contract 0.2.0 added.",
+        .run = dummy,
+        .icons = TOOLCAGE_ICONS({.src = "https://example.com/d.png", .mime_type = "image/png",
+                                 .sizes = " 48x48  96x96 ", .theme = TOOLCAGE_ICON_DARK},
+                                {.src = "data:image/svg+xml;base64,PHN2Zy8+"}),
+        .task_support = TOOLCAGE_TASK_OPTIONAL,
+        .task_start = TOOLCAGE_TASK_START_ON_BEGIN_TASK,
+        .needs = TOOLCAGE_NEEDS_ELICITATION | TOOLCAGE_NEEDS_ROOTS | 0x80,
+    });
+
+static bool host_string_is(const tool_component_string_t *s, const char *want) {
+    return s->len == strlen(want) && memcmp(s->ptr, want, s->len) == 0;
+}
 
 int main(void) {
     // Strings, escapes, last duplicate wins, nested values skipped.
@@ -208,9 +297,66 @@ int main(void) {
     exports_toolcage_tool_tool_call_result_free(&ret);
     exports_toolcage_tool_tool_list_descriptor_t list;
     exports_toolcage_tool_tool_describe(&list);
-    CHECK(list.len == 1 && list.ptr[0].name.len == 5 && !list.ptr[0].title.is_some &&
+    CHECK(list.len == 2 && list.ptr[0].name.len == 5 && !list.ptr[0].title.is_some &&
           list.ptr[0].input_schema.len == strlen("{\"type\":\"object\"}"));
+    // The 0.2.0 fields: defaults, then each one set.
+    CHECK(list.ptr[0].icons.len == 0 && list.ptr[0].task_support == TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_FORBIDDEN &&
+          list.ptr[0].task_start == TOOLCAGE_TOOL_TYPES_TASK_START_WITH_CALL && list.ptr[0].needs == 0);
+    exports_toolcage_tool_tool_descriptor_t *decorated = &list.ptr[1];
+    CHECK(decorated->icons.len == 2);
+    toolcage_tool_types_icon_t *icon = &decorated->icons.ptr[0];
+    CHECK(host_string_is(&icon->src, "https://example.com/d.png"));
+    CHECK(icon->mime_type.is_some && host_string_is(&icon->mime_type.val, "image/png"));
+    CHECK(icon->sizes.len == 2 && host_string_is(&icon->sizes.ptr[0], "48x48") &&
+          host_string_is(&icon->sizes.ptr[1], "96x96"));
+    CHECK(icon->theme.is_some && icon->theme.val == TOOLCAGE_TOOL_TYPES_ICON_THEME_DARK);
+    icon = &decorated->icons.ptr[1];
+    CHECK(!icon->mime_type.is_some && icon->sizes.len == 0 && !icon->theme.is_some);
+    CHECK(decorated->task_support == TOOLCAGE_TOOL_TYPES_TASK_SUPPORT_OPTIONAL);
+    CHECK(decorated->task_start == TOOLCAGE_TOOL_TYPES_TASK_START_ON_BEGIN_TASK);
+    // An unknown bit is dropped: the host would trap on it.
+    CHECK(decorated->needs == (TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ELICITATION | TOOLCAGE_TOOL_TYPES_CLIENT_NEEDS_ROOTS));
     exports_toolcage_tool_tool_list_descriptor_free(&list);
+
+    // Roots, and their refusal.
+    toolcage_root *roots;
+    size_t root_count;
+    char *error;
+    CHECK(toolcage_roots(&roots, &root_count, &error) && root_count == 2 && !error);
+    CHECK(strcmp(roots[0].uri, "file:///work") == 0 && strcmp(roots[0].name, "work") == 0);
+    CHECK(strcmp(roots[1].uri, "file:///tmp") == 0 && roots[1].name == NULL);
+    toolcage_roots_free(roots, root_count);
+    roots_refused = true;
+    CHECK(!toolcage_roots(&roots, &root_count, &error) && roots == NULL && root_count == 0);
+    CHECK(error && strcmp(error, "the client does not share its roots") == 0);
+    free(error);
+    roots_refused = false;
+
+    // Keyed questions: each kind, and one the client cannot answer.
+    toolcage_question questions[] = {
+        {.key = "who", .kind = TOOLCAGE_ASK_ELICIT, .message = "Who?", .schema = "{\"type\":\"object\"}"},
+        {.key = "say", .kind = TOOLCAGE_ASK_SAMPLE, .prompt = "Say hi", .max_tokens = 5},
+        {.key = "where", .kind = TOOLCAGE_ASK_ROOTS},
+        {.key = "refused", .kind = TOOLCAGE_ASK_ROOTS},
+    };
+    toolcage_reply replies[4];
+    toolcage_ask(questions, 4, replies);
+    CHECK(strcmp(asked, "who:0,say:1,where:2,refused:2,") == 0);
+    CHECK(!replies[0].error && replies[0].action == TOOLCAGE_ELICIT_ACCEPT && strcmp(replies[0].values, "{\"n\":1}") == 0);
+    CHECK(!replies[1].error && strcmp(replies[1].text, "hi") == 0);
+    CHECK(!replies[2].error && replies[2].root_count == 2 && strcmp(replies[2].roots[1].uri, "file:///tmp") == 0);
+    CHECK(replies[3].error && strcmp(replies[3].error, "the client cannot answer") == 0 &&
+          replies[3].action == TOOLCAGE_ELICIT_FAILED && replies[3].roots == NULL);
+    for (size_t i = 0; i < 4; i++) toolcage_reply_free(&replies[i]);
+    char *values;
+    CHECK(toolcage_elicit_as("confirm_it", "Sure?", NULL, &values, &error) == TOOLCAGE_ELICIT_ACCEPT);
+    CHECK(strcmp(asked, "confirm_it:0,") == 0 && values && strcmp(values, "{\"n\":1}") == 0 && !error);
+    free(values);
+    CHECK(toolcage_elicit_as("refused", "Sure?", NULL, &values, &error) == TOOLCAGE_ELICIT_FAILED);
+    CHECK(!values && error && strcmp(error, "the client cannot answer") == 0);
+    free(error);
+    toolcage_begin_task();
+    CHECK(begun == 1);
 
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;

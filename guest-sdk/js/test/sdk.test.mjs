@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  ask, component, confirm, elicit, image, info, log, progress, resource, s, sample, text, tool, warn,
+  ask, askBatch, beginTask, component, confirm, elicit, elicitAs, image, info, log, progress, resource, roots, s, sample, text, tool,
+  warn,
 } from '../index.js';
 
 const stub = globalThis.hostStub;
@@ -73,6 +74,39 @@ test('describe lists the tools with JSON text schemas and annotations', () => {
   assert.equal(str.title, undefined);
   assert.equal(str.outputSchema, undefined);
   assert.deepEqual(JSON.parse(str.inputSchema), { type: 'object', properties: {} });
+  // The 0.2.0 fields, at their defaults.
+  assert.deepEqual(str.icons, []);
+  assert.equal(str.taskSupport, 'forbidden');
+  assert.equal(str.taskStart, 'with-call');
+  assert.deepEqual(str.needs, { sampling: false, elicitation: false, roots: false });
+});
+
+test('icons, task support and client needs reach the descriptor as WIT values', () => {
+  tool(
+    {
+      name: 'decorated',
+      description: 'Has everything 0.2.0 adds.',
+      icons: [{ src: 'https://example.com/d.png', mimeType: 'image/png', sizes: ['48x48'], theme: 'dark' }, { src: 'data:image/svg+xml;base64,PHN2Zy8+' }],
+      taskSupport: 'optional',
+      taskStart: 'on-begin-task',
+      needs: ['elicitation', 'roots'],
+    },
+    () => 'ok',
+  );
+  const d = component.describe().find((t) => t.name === 'decorated');
+  assert.deepEqual(d.icons, [
+    { src: 'https://example.com/d.png', mimeType: 'image/png', sizes: ['48x48'], theme: 'dark' },
+    { src: 'data:image/svg+xml;base64,PHN2Zy8+', mimeType: undefined, sizes: [], theme: undefined },
+  ]);
+  assert.equal(d.taskSupport, 'optional');
+  assert.equal(d.taskStart, 'on-begin-task');
+  assert.deepEqual(d.needs, { sampling: false, elicitation: true, roots: true });
+  assert.throws(() => tool({ name: 'y1', description: 'x', taskSupport: 'sometimes' }, () => 1), /`taskSupport` is "sometimes"/);
+  assert.throws(() => tool({ name: 'y2', description: 'x', taskStart: 'onBeginTask' }, () => 1), /`taskStart`/);
+  assert.throws(() => tool({ name: 'y3', description: 'x', needs: ['telepathy'] }, () => 1), /`needs` is "telepathy"/);
+  assert.throws(() => tool({ name: 'y4', description: 'x', needs: 'roots' }, () => 1), /must be an array/);
+  assert.throws(() => tool({ name: 'y5', description: 'x', icons: [{ url: 'https://x' }] }, () => 1), /unknown field `url`/);
+  assert.throws(() => tool({ name: 'y6', description: 'x', icons: [{ src: 'https://x', theme: 'blue' }] }, () => 1), /`theme`/);
 });
 
 test('an object is structured output plus the same JSON as text', () => {
@@ -206,6 +240,61 @@ test('sample', () => {
   stub.sample = 'this tool may not sample';
   assert.throws(() => sample('x', 10), /this tool may not sample/);
   assert.throws(() => sample('x', 0), /maxTokens/);
+});
+
+test('roots', () => {
+  stub.calls.length = 0;
+  stub.roots = [{ uri: 'file:///work', name: 'work' }, { uri: 'file:///tmp', name: undefined }];
+  assert.deepEqual(roots(), [{ uri: 'file:///work', name: 'work' }, { uri: 'file:///tmp', name: undefined }]);
+  stub.roots = 'the client does not share its roots';
+  assert.throws(() => roots(), (e) => e instanceof Error && e.message === 'the client does not share its roots');
+});
+
+test('askBatch sends keyed questions and maps each answer', () => {
+  stub.calls.length = 0;
+  stub.ask = () => [
+    { tag: 'ok', val: { tag: 'elicit', val: { tag: 'accept', val: '{"name":"Ada"}' } } },
+    { tag: 'ok', val: { tag: 'sample', val: { text: 'hi', model: 'm', stopReason: 'endTurn' } } },
+    { tag: 'ok', val: { tag: 'roots', val: [{ uri: 'file:///a', name: undefined }] } },
+    { tag: 'err', val: 'the client cannot sample' },
+  ];
+  const answers = askBatch([
+    { key: 'who', type: 'elicit', message: 'Name?', schema: s.object({ name: s.string() }) },
+    { key: 'say', type: 'sample', messages: [{ role: 'user', text: 'hello' }], maxTokens: 5 },
+    { key: 'where', type: 'roots' },
+    { key: 'again', type: 'sample', messages: [], maxTokens: 1 },
+  ]);
+  assert.deepEqual(answers, [
+    { key: 'who', type: 'elicit', action: 'accept', content: { name: 'Ada' } },
+    { key: 'say', type: 'sample', text: 'hi', model: 'm', stopReason: 'endTurn' },
+    { key: 'where', type: 'roots', roots: [{ uri: 'file:///a', name: undefined }] },
+    { key: 'again', type: 'error', message: 'the client cannot sample' },
+  ]);
+  const [, questions] = stub.calls[0];
+  assert.deepEqual(questions[0], {
+    key: 'who',
+    question: { tag: 'elicit', val: { message: 'Name?', requestedSchema: '{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}' } },
+  });
+  assert.deepEqual(questions[1].question, { tag: 'sample', val: { messages: [{ role: 'user', text: 'hello' }], systemPrompt: undefined, maxTokens: 5, temperature: undefined } });
+  assert.deepEqual(questions[2], { key: 'where', question: { tag: 'roots' } });
+  assert.throws(() => askBatch([{ key: 'bad key', type: 'roots' }]), /1 to 64 characters/);
+  assert.throws(() => askBatch([{ key: 'k', type: 'telepathy' }]), /expected 'elicit', 'sample' or 'roots'/);
+  assert.throws(() => askBatch([{ key: 'k', type: 'roots', message: 'x' }]), /unknown field `message`/);
+});
+
+test('elicitAs asks one keyed question', () => {
+  stub.calls.length = 0;
+  stub.ask = () => [{ tag: 'ok', val: { tag: 'elicit', val: { tag: 'decline' } } }];
+  assert.deepEqual(elicitAs('confirm_delete', 'Delete?', {}), { action: 'decline' });
+  assert.equal(stub.calls[0][1][0].key, 'confirm_delete');
+  stub.ask = () => [{ tag: 'err', val: 'the client cannot elicit' }];
+  assert.throws(() => elicitAs('confirm_delete', 'Delete?', {}), /the client cannot elicit/);
+});
+
+test('beginTask reaches the host', () => {
+  stub.calls.length = 0;
+  beginTask();
+  assert.deepEqual(stub.calls, [['beginTask']]);
 });
 
 test('a host error thrown in a handler is the result text', () => {

@@ -2,7 +2,7 @@
 // what the types accept, and with `@ts-expect-error`, what they refuse.
 // Nothing here runs.
 
-import { s, tool, text, type Infer } from '../index.js';
+import { askBatch, elicitAs, roots, s, tool, text, type Answer, type Infer } from '../index.js';
 
 const input = s.object({
   name: s.string({ minLength: 1 }),
@@ -54,4 +54,46 @@ tool(
   () => 'ok',
 );
 
-void [args, withCount, missing, badMode, badCount];
+tool(
+  {
+    name: 'decorated',
+    description: 'Icons, tasks and needs.',
+    icons: [{ src: 'https://example.com/i.png', mimeType: 'image/png', sizes: ['48x48'], theme: 'dark' }],
+    taskSupport: 'optional',
+    taskStart: 'on-begin-task',
+    needs: ['elicitation', 'roots'],
+  },
+  () => 'ok',
+);
+
+// @ts-expect-error task support is `forbidden`, `optional` or `required`
+tool({ name: 'bad_task', description: 'x', taskSupport: 'sometimes' }, () => 'ok');
+// @ts-expect-error needs are capability names
+tool({ name: 'bad_needs', description: 'x', needs: ['telepathy'] }, () => 'ok');
+// @ts-expect-error an icon's theme is `light` or `dark`
+tool({ name: 'bad_icon', description: 'x', icons: [{ src: 'https://x', theme: 'blue' }] }, () => 'ok');
+
+const answers: Answer[] = askBatch([
+  { key: 'who', type: 'elicit', message: 'Name?', schema: s.object({ name: s.string() }) },
+  { key: 'say', type: 'sample', messages: [{ role: 'user', text: 'hi' }], maxTokens: 10 },
+  { key: 'where', type: 'roots' },
+]);
+for (const answer of answers) {
+  if (answer.type === 'roots') {
+    const uris: string[] = answer.roots.map((root) => root.uri);
+    void uris;
+  } else if (answer.type === 'error') {
+    const message: string = answer.message;
+    void message;
+  }
+}
+// @ts-expect-error a sampling question needs `maxTokens`
+askBatch([{ key: 'say', type: 'sample', messages: [] }]);
+const named = elicitAs('who', 'Name?', s.object({ name: s.string() }));
+if (named.action === 'accept') {
+  const name: string = named.content.name;
+  void name;
+}
+const firstRoot: string | undefined = roots()[0]?.name;
+
+void [args, withCount, missing, badMode, badCount, firstRoot];

@@ -157,7 +157,13 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<proc_macro2::To
     }
     let name = options
         .name
-        .unwrap_or_else(|| LitStr::new(&ident.to_string(), Span::call_site()));
+        // A raw identifier (`r#where`) names the tool without its `r#`.
+        .unwrap_or_else(|| {
+            LitStr::new(
+                &syn::ext::IdentExt::unraw(ident).to_string(),
+                Span::call_site(),
+            )
+        });
     let description = match options.description {
         Some(description) => description.value(),
         None => doc_comment(&function),

@@ -35,13 +35,19 @@ imports :class:`Tool`, which implements the component's ``tool`` export::
         \"\"\"
         return Count(words=len(text.split()))
 
-Build it against toolcage's WIT, world ``tool-component``::
+Build it against toolcage's WIT (``toolcage:tool@0.2.0``), world
+``tool-component`` (tools only: this SDK offers no resources, prompts or
+completions)::
 
     componentize-py -d wit -w tool-component componentize app -o word_count.wasm
 
+``@tool`` also takes ``icons`` (:class:`Icon`), ``task_support``,
+``task_start`` and ``needs`` (what the client must be able to do).
+
 Host services for a running call: :func:`log` (and :func:`debug`,
 :func:`info`, :func:`warning`, :func:`error`), :func:`progress`,
-:func:`elicit`, :func:`confirm`, :func:`ask` and :func:`sample`.
+:func:`elicit`, :func:`confirm`, :func:`ask`, :func:`sample`,
+:func:`roots`, :func:`ask_batch`, :func:`elicit_as` and :func:`begin_task`.
 
 Every call runs in a fresh instance: module-level state set during a call
 does not carry over to the next.
@@ -52,6 +58,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import sys
 import traceback
 import typing
@@ -62,6 +69,7 @@ from .schema import Schema, SchemaError, convert, parameters_schema, schema_of, 
 __all__ = [
     "Tool",
     "tool",
+    "Icon",
     "Schema",
     "SchemaError",
     "Output",
@@ -80,6 +88,14 @@ __all__ = [
     "confirm",
     "ask",
     "sample",
+    "Root",
+    "roots",
+    "ElicitQuestion",
+    "SampleQuestion",
+    "RootsQuestion",
+    "ask_batch",
+    "elicit_as",
+    "begin_task",
 ]
 
 __version__ = "0.1.0"
@@ -137,6 +153,43 @@ class Output:
 
 # --- registry ------------------------------------------------------------------
 
+_ICON_THEMES = ("light", "dark")
+_TASK_SUPPORT = ("forbidden", "optional", "required")
+_TASK_START = ("with-call", "on-begin-task")
+_NEEDS = ("sampling", "elicitation", "roots")
+
+
+@dataclasses.dataclass(frozen=True)
+class Icon:
+    """An icon a client may show beside a tool (MCP ``Icon``).
+
+    ``src`` is an ``https:`` URL (the client fetches it) or a
+    ``data:image/...`` URI (at most 64 KiB); ``mime_type`` says what it is
+    (``image/png``, ``image/svg+xml``) when the URL does not; ``sizes`` are
+    ``"48x48"`` or ``"any"``; ``theme`` is ``"light"``, ``"dark"`` or
+    ``None`` (any). The host refuses a tool whose icons break these rules,
+    and lists at most 8."""
+
+    src: str
+    mime_type: str | None = None
+    sizes: tuple[str, ...] = ()
+    theme: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.src, str) or not self.src:
+            raise ValueError("an icon's `src` must be an https: URL or a data:image/ URI")
+        if isinstance(self.sizes, str):
+            raise ValueError(f"an icon's `sizes` must be a list of sizes, not the string {self.sizes!r}")
+        object.__setattr__(self, "sizes", tuple(self.sizes))
+        if self.theme is not None and self.theme not in _ICON_THEMES:
+            raise ValueError(f"an icon's `theme` is {self.theme!r} (expected 'light', 'dark' or None)")
+
+
+def _one_of(value: str, allowed: tuple, what: str, tool_name: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"tool `{tool_name}`: `{what}` is {value!r} (expected one of {', '.join(map(repr, allowed))})")
+    return value
+
 
 @dataclasses.dataclass
 class _Registered:
@@ -148,6 +201,10 @@ class _Registered:
     annotations: dict
     function: Callable
     hints: dict
+    icons: tuple[Icon, ...] = ()
+    task_support: str = "forbidden"
+    task_start: str = "with-call"
+    needs: frozenset[str] = frozenset()
 
 
 _TOOLS: dict[str, _Registered] = {}
@@ -165,6 +222,10 @@ def tool(
     open_world: bool = False,
     input_schema: dict | None = None,
     output_schema: dict | None = None,
+    icons: typing.Iterable[Icon] = (),
+    task_support: str = "forbidden",
+    task_start: str = "with-call",
+    needs: typing.Iterable[str] = (),
 ):
     """Make ``function`` a tool (``@tool`` or ``@tool(read_only=True, ...)``).
 
@@ -173,12 +234,29 @@ def tool(
     (then the function takes the arguments as keyword arguments, unconverted).
     The annotations are hints for clients; toolcage asks the user before
     running a ``destructive`` tool unless the operator says otherwise.
+
+    ``icons`` are :class:`Icon` s for clients to show. ``task_support`` says
+    whether calls may run as MCP tasks (protocol 2026-07-28): ``"forbidden"``
+    (the default), ``"optional"`` (when the client accepts tasks) or
+    ``"required"``; ``task_start`` when such a call becomes a task: as it
+    starts (``"with-call"``, the default) or when it calls
+    :func:`begin_task` (``"on-begin-task"``). ``needs`` names what the
+    client must be able to do (``"sampling"``, ``"elicitation"``,
+    ``"roots"``): a 2026-07-28 request that does not declare it is refused
+    (error -32021) before the call runs.
     """
 
     def register(function: Callable) -> Callable:
         tool_name = name or function.__name__
         if tool_name in _TOOLS:
             raise ValueError(f"two tools are named `{tool_name}`")
+        tool_icons = tuple(icons)
+        for icon in tool_icons:
+            if not isinstance(icon, Icon):
+                raise ValueError(f"tool `{tool_name}`: {icon!r} is not an Icon (use toolcage.Icon(src, ...))")
+        if isinstance(needs, str):
+            raise ValueError(f"tool `{tool_name}`: `needs` must be a list of capabilities, not the string {needs!r}")
+        tool_needs = frozenset(_one_of(need, _NEEDS, "needs", tool_name) for need in needs)
         summary, _ = split_docstring(function.__doc__)
         if input_schema is None:
             schema, hints = parameters_schema(function)
@@ -202,6 +280,10 @@ def tool(
             },
             function=function,
             hints=hints,
+            icons=tool_icons,
+            task_support=_one_of(task_support, _TASK_SUPPORT, "task_support", tool_name),
+            task_start=_one_of(task_start, _TASK_START, "task_start", tool_name),
+            needs=tool_needs,
         )
         return function
 
@@ -219,8 +301,24 @@ def _output_schema(returned: Any) -> dict | None:
     return None
 
 
+def _wit_name(name: str) -> str:
+    """A WIT case name as componentize-py spells its Python member."""
+    return name.upper().replace("-", "_")
+
+
 def _describe() -> list:
     from wit_world.imports import types
+
+    def icon(i: Icon):
+        theme = None if i.theme is None else types.IconTheme[_wit_name(i.theme)]
+        return types.Icon(src=i.src, mime_type=i.mime_type, sizes=list(i.sizes), theme=theme)
+
+    def needs(names: frozenset[str]):
+        flags = types.ClientNeeds(0)
+        for need in _NEEDS:
+            if need in names:
+                flags |= types.ClientNeeds[_wit_name(need)]
+        return flags
 
     return [
         types.Descriptor(
@@ -230,6 +328,10 @@ def _describe() -> list:
             input_schema=json.dumps(t.input_schema),
             output_schema=json.dumps(t.output_schema) if t.output_schema is not None else None,
             annotations=types.Annotations(**t.annotations),
+            icons=[icon(i) for i in t.icons],
+            task_support=types.TaskSupport[_wit_name(t.task_support)],
+            task_start=types.TaskStart[_wit_name(t.task_start)],
+            needs=needs(t.needs),
         )
         for t in _TOOLS.values()
     ]
@@ -385,6 +487,10 @@ def elicit(message: str, schema: dict) -> dict:
         answer = host.elicit(message, json.dumps(schema))
     except Exception as problem:  # componentize_py_types.Err
         _raise_host(problem)
+    return _elicit_response(host, answer)
+
+
+def _elicit_response(host, answer) -> dict:
     if isinstance(answer, host.ElicitResponse_Accept):
         return {"action": "accept", "content": json.loads(answer.value or "{}")}
     if isinstance(answer, host.ElicitResponse_Decline):
@@ -419,13 +525,133 @@ def sample(prompt: str, max_tokens: int = 512, *, system: str | None = None, tem
     :class:`HostError` when the operator has not allowed this tool to
     sample, the client cannot, or the user refuses."""
     host = _host()
-    request = host.SamplingRequest(
+    request = _sampling_request(host, prompt, max_tokens, system, temperature)
+    try:
+        return host.sample(request).text
+    except Exception as problem:  # componentize_py_types.Err
+        _raise_host(problem)
+
+
+def _sampling_request(host, prompt: str, max_tokens: int, system: str | None, temperature: float | None):
+    return host.SamplingRequest(
         messages=[host.SamplingMessage(role=host.Role.USER, text=prompt)],
         system_prompt=system,
         max_tokens=int(max_tokens),
         temperature=temperature,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Root:
+    """A root the client shares (MCP ``Root``): a folder the user works in."""
+
+    uri: str
+    name: str | None = None
+
+
+def roots() -> list[Root]:
+    """The client's roots (MCP ``roots/list``): the folders the user works
+    in. They say what the user is working on; they grant nothing (what the
+    tool can open is the operator's decision). Raises :class:`HostError`
+    when the client does not share its roots."""
+    host = _host()
     try:
-        return host.sample(request).text
+        listed = host.roots()
     except Exception as problem:  # componentize_py_types.Err
         _raise_host(problem)
+    return [Root(uri=r.uri, name=r.name) for r in listed]
+
+
+_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ElicitQuestion:
+    """For :func:`ask_batch`: ask the user, as :func:`elicit` does. The
+    answer is what :func:`elicit` returns."""
+
+    message: str
+    schema: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleQuestion:
+    """For :func:`ask_batch`: ask the client's model, as :func:`sample`
+    does. The answer is the completion's text."""
+
+    prompt: str
+    max_tokens: int = 512
+    system: str | None = None
+    temperature: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RootsQuestion:
+    """For :func:`ask_batch`: the client's roots, as :func:`roots` gives
+    them."""
+
+
+def ask_batch(questions: dict[str, ElicitQuestion | SampleQuestion | RootsQuestion]) -> dict[str, Any]:
+    """Ask several questions at once, each under a key of your choosing (1
+    to 64 characters from ``A-Z a-z 0-9 _ - .``; ``elicit-N``, ``sample-N``,
+    ``roots-N`` and ``toolcage-...`` are the host's): a 2026-07-28 client
+    answers all of them in one round. Returns the answers under the same
+    keys, in the same order; a question the client could not answer gets a
+    :class:`HostError` (returned, not raised). A malformed batch (a bad key,
+    more than 16 questions) ends the call with an error::
+
+        answers = ask_batch({
+            "user_name": ElicitQuestion("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}),
+            "workspace": RootsQuestion(),
+        })
+    """
+    host = _host()
+    from componentize_py_types import Err
+
+    asked = []
+    for key, question in questions.items():
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise ValueError(f"the key {key!r} must be 1 to 64 characters from A-Z a-z 0-9 _ - .")
+        if isinstance(question, ElicitQuestion):
+            wit = host.Question_Elicit(host.Elicitation(message=question.message, requested_schema=json.dumps(question.schema)))
+        elif isinstance(question, SampleQuestion):
+            request = _sampling_request(host, question.prompt, question.max_tokens, question.system, question.temperature)
+            wit = host.Question_Sample(request)
+        elif isinstance(question, RootsQuestion):
+            wit = host.Question_Roots()
+        else:
+            raise TypeError(f"question `{key}` is {question!r} (use ElicitQuestion, SampleQuestion or RootsQuestion)")
+        asked.append(host.KeyedQuestion(key=key, question=wit))
+    answers = {}
+    for keyed, result in zip(asked, host.ask(asked)):
+        if isinstance(result, Err):
+            answers[keyed.key] = HostError(str(result.value))
+            continue
+        answer = result.value
+        if isinstance(answer, host.Answer_Elicit):
+            answers[keyed.key] = _elicit_response(host, answer.value)
+        elif isinstance(answer, host.Answer_Sample):
+            answers[keyed.key] = answer.value.text
+        else:
+            answers[keyed.key] = [Root(uri=r.uri, name=r.name) for r in answer.value]
+    return answers
+
+
+def elicit_as(key: str, message: str, schema: dict) -> dict:
+    """:func:`elicit`, under a key of your choosing (see :func:`ask_batch`):
+    the key a 2026-07-28 client sees in its ``inputRequests``. Raises
+    :class:`HostError` as :func:`elicit` does."""
+    answer = ask_batch({key: ElicitQuestion(message, schema)}).get(key)
+    if isinstance(answer, HostError):
+        raise answer
+    if answer is None:
+        raise HostError("the host gave no elicitation answer")
+    return answer
+
+
+def begin_task() -> None:
+    """From here the call may take long: for a tool with
+    ``task_start="on-begin-task"``, a client that accepts tasks gets its
+    task now, and questions asked after this are the task's. Anywhere else
+    it does nothing."""
+    _host().begin_task()

@@ -1,6 +1,8 @@
 // The C SDK example: the same tools, with the same names and behaviour, as
-// the Python and JavaScript SDK examples. Built by tests/components/build-sdk-c
-// with guest-sdk/c/build.
+// the Python and JavaScript SDK examples, `where` (what contract 0.2.0
+// added: an icon, task support, a client need, the client's roots, a keyed
+// question) included. Built by tests/components/build-sdk-c with
+// guest-sdk/c/build.
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -126,6 +128,42 @@ static void hog(const char *args, toolcage_result *result) {
     toolcage_textf(result, "allocated %lld MiB", (long long)mib);
 }
 
+static void where(const char *args, toolcage_result *result) {
+    char *key = NULL, *error = NULL;
+    toolcage_root *roots = NULL;
+    size_t count = 0;
+    if (toolcage_arg_string(args, "key", &key)) {
+        toolcage_question question = {.key = key, .kind = TOOLCAGE_ASK_ROOTS};
+        toolcage_reply reply;
+        toolcage_ask(&question, 1, &reply);
+        error = reply.error;
+        roots = reply.roots;
+        count = reply.root_count;
+        free(key);
+    } else {
+        // On failure `error` says why.
+        toolcage_roots(&roots, &count, &error);
+    }
+    if (error) {
+        toolcage_error(result, "%s", error);
+        free(error);
+        return;
+    }
+    // One URI a line.
+    size_t length = 1;
+    for (size_t i = 0; i < count; i++) length += strlen(roots[i].uri) + 1;
+    char *text = malloc(length);
+    if (!text) abort();
+    text[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        if (i) strcat(text, "\n");
+        strcat(text, roots[i].uri);
+    }
+    toolcage_text(result, count ? text : "no roots");
+    free(text);
+    toolcage_roots_free(roots, count);
+}
+
 TOOLCAGE_TOOLS(
     {
         .name = "word_count",
@@ -196,5 +234,19 @@ TOOLCAGE_TOOLS(
             "required": ["mib"]
         }),
         .run = hog,
+    },
+    {
+        .name = "where",
+        .description = "List the folders the user works in (the client's roots), one URI a line.",
+        .input_schema = TOOLCAGE_JSON({
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "description": "Ask for them as a question under this key instead."}
+            }
+        }),
+        .run = where,
+        .icons = TOOLCAGE_ICONS({.src = "data:image/svg+xml;base64,PHN2Zy8+", .mime_type = "image/svg+xml", .sizes = "any"}),
+        .task_support = TOOLCAGE_TASK_OPTIONAL,
+        .needs = TOOLCAGE_NEEDS_ROOTS,
     },
 );

@@ -1,12 +1,14 @@
 // The SDK example tools in JavaScript (the same six in every language's
 // example): structured output, an exception, logs and progress, a
-// confirmation, and two that hit the limits. Test-only.
+// confirmation, and two that hit the limits; and `where`, which shows what
+// contract 0.2.0 added (an icon, task support, a client need, the client's
+// roots, a keyed question), as the Python and C examples do. Test-only.
 //
 // Built by tests/components/build-sdk-js, which lays this file next to a
 // copy of guest-sdk/js as ./toolcage/ (the layout of `toolcage new --lang js`).
 // @ts-check
 
-import { confirm, info, progress, s, tool } from './toolcage/index.js';
+import { askBatch, confirm, info, progress, roots, s, tool } from './toolcage/index.js';
 
 tool(
   {
@@ -86,6 +88,29 @@ tool(
       blocks.push(block);
     }
     return `allocated ${mib} MiB`;
+  },
+);
+
+tool(
+  {
+    name: 'where',
+    description: "List the folders the user works in (the client's roots), one URI a line.",
+    input: s.object({ key: s.optional(s.string({ description: 'Ask for them as a question under this key instead.' })) }),
+    icons: [{ src: 'data:image/svg+xml;base64,PHN2Zy8+', mimeType: 'image/svg+xml', sizes: ['any'] }],
+    taskSupport: 'optional',
+    needs: ['roots'],
+  },
+  ({ key }) => {
+    let shared;
+    if (key === undefined) {
+      shared = roots();
+    } else {
+      const [answer] = askBatch([{ key, type: 'roots' }]);
+      if (answer.type === 'error') throw new Error(answer.message);
+      if (answer.type !== 'roots') throw new Error(`asked for roots, got ${answer.type}`);
+      shared = answer.roots;
+    }
+    return shared.map((root) => root.uri).join('\n') || 'no roots';
   },
 );
 

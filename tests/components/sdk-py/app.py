@@ -1,13 +1,15 @@
 """The SDK example tools in Python (the same six in every language's
 example): structured output, an exception, logs and progress, a
-confirmation, and two that hit the limits. Test-only."""
+confirmation, and two that hit the limits; and `where`, which shows what
+contract 0.2.0 added (an icon, task support, a client need, the client's
+roots, a keyed question), as the JavaScript and C examples do. Test-only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Optional
 
-from toolcage import Schema, Tool, confirm, info, progress, tool  # noqa: F401 (Tool is the export)
+from toolcage import Icon, RootsQuestion, Schema, Tool, ask_batch, confirm, info, progress, roots, tool  # noqa: F401 (Tool is the export)
 
 
 @dataclass
@@ -86,3 +88,23 @@ def hog(mib: int) -> str:
     for block in blocks:
         block[::4096] = b"x" * len(block[::4096])
     return f"allocated {mib} MiB"
+
+
+@tool(
+    icons=[Icon("data:image/svg+xml;base64,PHN2Zy8+", mime_type="image/svg+xml", sizes=["any"])],
+    task_support="optional",
+    needs=["roots"],
+)
+def where(key: Optional[str] = None) -> str:
+    """List the folders the user works in (the client's roots), one URI a line.
+
+    Args:
+        key: Ask for them as a question under this key instead.
+    """
+    if key is None:
+        shared = roots()
+    else:
+        shared = ask_batch({key: RootsQuestion()})[key]
+        if isinstance(shared, Exception):
+            raise shared
+    return "\n".join(root.uri for root in shared) or "no roots"

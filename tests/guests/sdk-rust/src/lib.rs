@@ -1,6 +1,8 @@
 //! The SDK example tools in Rust (the same six in every language's
 //! example): structured output, an error, logs and progress, a
-//! confirmation, and two that hit the limits. Test-only.
+//! confirmation, and two that hit the limits; and `where`, which shows what
+//! contract 0.2.0 added (an icon, task support, a client need, the client's
+//! roots, a keyed question), as the other languages' examples do. Test-only.
 
 use std::collections::HashSet;
 
@@ -116,4 +118,46 @@ fn hog(args: HogArgs) -> Result<Output, String> {
     Ok(Output::text(format!("allocated {} MiB", args.mib)))
 }
 
-export!(word_count, fail, chatty, archive, spin, hog);
+#[derive(Deserialize, JsonSchema)]
+struct WhereArgs {
+    /// Ask for them as a question under this key instead.
+    key: Option<String>,
+}
+
+/// List the folders the user works in (the client's roots), one URI a line.
+#[tool(task = "optional", needs(roots))]
+fn r#where(args: WhereArgs) -> Result<Output, String> {
+    let shared = match args.key {
+        None => toolcage_guest::roots()?,
+        Some(key) => match toolcage_guest::ask_batch(vec![toolcage_guest::KeyedQuestion {
+            key,
+            question: toolcage_guest::Question::Roots,
+        }])
+        .pop()
+        {
+            Some(Ok(toolcage_guest::Answer::Roots(roots))) => roots,
+            Some(Err(reason)) => return Err(reason),
+            _ => return Err("no roots in the answer".into()),
+        },
+    };
+    let uris: Vec<&str> = shared.iter().map(|root| root.uri.as_str()).collect();
+    Ok(Output::text(if uris.is_empty() {
+        "no roots".to_owned()
+    } else {
+        uris.join("\n")
+    }))
+}
+
+/// `where` with its icon, which the attribute's short form cannot describe
+/// in full (a MIME type and a size).
+mod where_tool {
+    pub fn definition() -> toolcage_guest::ToolDef {
+        super::r#where::definition().icon(
+            toolcage_guest::Icon::new("data:image/svg+xml;base64,PHN2Zy8+")
+                .mime_type("image/svg+xml")
+                .size("any"),
+        )
+    }
+}
+
+export!(word_count, fail, chatty, archive, spin, hog, where_tool);
