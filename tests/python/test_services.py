@@ -178,3 +178,39 @@ def test_requires_client_must_name_client_capabilities(setup, entry, reason):
     listed = setup.run()
     assert listed.returncode != 0
     assert "requires_client" in listed.stderr and reason in listed.stderr, listed.stderr
+
+
+async def test_request_state_of_another_call_or_an_earlier_process_is_refused(setup):
+    """State binds answers to the call (caller, tool or prompt, arguments)
+    and to the server process that signed it: presented anywhere else it
+    is refused, and nothing runs on it."""
+    setup.add("conformance")
+    ask = elicitation("accept", {})
+    async with session(setup, MODERN, elicitation_callback=ask) as client:
+        first = await client.call_tool("test_input_required_result_elicitation", {}, allow_input_required=True)
+        assert list(first.input_requests) == ["user_name"]
+        answer = {"user_name": {"action": "accept", "content": {"name": "Eve"}}}
+        # Another tool.
+        with pytest.raises(MCPError) as other_tool:
+            await client.call_tool(
+                "test_input_required_result_tampered_state", {}, input_responses=answer, request_state=first.request_state
+            )
+        assert other_tool.value.code == types.INVALID_PARAMS and "another tool call" in other_tool.value.message
+        # A prompt, under the same name space of keys.
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt(
+                "test_input_required_result_prompt", input_responses=answer, request_state=first.request_state
+            )
+        assert prompt.value.code == types.INVALID_PARAMS and "another tool call" in prompt.value.message
+        stale = first.request_state
+    # The same state, after a restart: another process's key.
+    async with session(setup, MODERN, elicitation_callback=ask) as client:
+        with pytest.raises(MCPError) as restarted:
+            await client.call_tool(
+                "test_input_required_result_elicitation", {}, input_responses=answer, request_state=stale
+            )
+        assert restarted.value.code == types.INVALID_PARAMS and "not issued by this server" in restarted.value.message
+        # Answers alone, without state, still work: the question is asked
+        # in this very request.
+        fresh = await client.call_tool("test_input_required_result_elicitation", {}, input_responses=answer)
+        assert text_of(fresh) == "Hello, Eve!"
