@@ -569,6 +569,7 @@ pub struct ResourceDef {
     handler: ResourceHandler,
     icons: Vec<Icon>,
     completers: Vec<(&'static str, Completer)>,
+    watch: Option<String>,
 }
 
 impl ResourceDef {
@@ -617,7 +618,17 @@ impl ResourceDef {
             handler,
             icons: Vec::new(),
             completers: Vec::new(),
+            watch: None,
         }
+    }
+
+    /// Say that the resource's content comes from the file (or folder) at
+    /// `path` (absolute): when the operator grants resource reads that
+    /// path (`[resources] roots`), the host watches it and tells clients
+    /// subscribed to the resource when it changes.
+    pub fn watch(mut self, path: impl Into<String>) -> Self {
+        self.watch = Some(path.into());
+        self
     }
 
     /// Add an icon clients may show beside the resource or template.
@@ -936,6 +947,7 @@ pub fn __list_resources(defs: &[ResourceDef]) -> Vec<__ResourceDescriptor> {
             mime_type: d.mime_type.map(str::to_owned),
             size: None,
             icons: d.icons.clone(),
+            watch: d.watch.clone(),
         })
         .collect()
 }

@@ -536,6 +536,8 @@ pub struct RawResource {
     pub mime_type: Option<String>,
     pub size: Option<u64>,
     pub icons: Vec<Icon>,
+    /// The file its content comes from, which the host may watch.
+    pub watch: Option<String>,
 }
 
 /// A resource template as the component listed it.

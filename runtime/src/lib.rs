@@ -162,6 +162,9 @@ pub struct Host {
     pub notifier: Arc<protocol::Notifier>,
     /// MCP tasks: calls that outlive their requests, across connections.
     pub tasks: Arc<protocol::Tasks>,
+    /// Notified after every reload: the files resources come from are
+    /// watched anew (`watch::resources`).
+    pub resource_refresh: tokio::sync::Notify,
     /// Request text in flight, across transports.
     pub request_budget: Arc<RequestBudget>,
 }
@@ -233,6 +236,7 @@ impl Host {
             registry,
             tasks: Arc::new(protocol::Tasks::new(Arc::clone(&dispatcher))),
             dispatcher,
+            resource_refresh: tokio::sync::Notify::new(),
             notifier: Arc::new(protocol::Notifier::default()),
             request_budget,
         })
@@ -265,11 +269,18 @@ impl Host {
     /// (logged) when the platform watcher cannot be created. Watching stops
     /// when the handle drops.
     fn watch(self: &Arc<Self>) -> Option<watch::WatchHandle> {
-        match watch::watch(Arc::clone(self)) {
-            Ok(handle) => Some(handle),
+        let handle = match watch::watch(Arc::clone(self)) {
+            Ok(handle) => handle,
             Err(error) => {
                 tracing::error!(%error, "cannot watch the tools folder; hot reload is off");
-                None
+                return None;
+            }
+        };
+        match watch::resources::watch(Arc::clone(self)) {
+            Ok(task) => Some(handle.with(task)),
+            Err(error) => {
+                tracing::error!(%error, "cannot watch the files resources come from; their subscribers will not hear of changes");
+                Some(handle)
             }
         }
     }

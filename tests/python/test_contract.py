@@ -6,6 +6,8 @@ runs unchanged."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 import mcp.types as types
@@ -210,3 +212,83 @@ def test_components_of_both_contract_versions_load_side_by_side(setup):
     # A 0.1.0 component's call runs, and its result is checked as any.
     called = setup.run("not_object", "{}", command="call")
     assert "returned structured output that is not a JSON object" in called.stdout, called
+
+
+NOTES = Path("/tmp/toolcage-test-resource-files")
+
+
+class Updates:
+    def __init__(self):
+        self.uris: list[str] = []
+
+    async def on_message(self, message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+
+    async def wait_for(self, n: int, timeout: float = 30):
+        import anyio
+
+        with anyio.fail_after(timeout):
+            while len(self.uris) < n:
+                await anyio.sleep(0.02)
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_resource_backed_by_a_granted_file_tells_its_subscribers_when_it_changes(setup):
+    """The component says which file a resource comes from; the operator
+    grants resource reads that folder (read-only); the host watches the
+    file and sends `notifications/resources/updated` when it changes,
+    through an editor's replace as through a write in place. A resource
+    that names a file outside the grant is neither watched nor readable."""
+    shutil.rmtree(NOTES, ignore_errors=True)
+    NOTES.mkdir(parents=True)
+    (NOTES / "today.txt").write_text("buy milk")
+    setup.add("contract2")
+    setup.write_config(f'[resources]\nroots = [{{ path = "{NOTES}", mode = "ro" }}]\n')
+    updates = Updates()
+    try:
+        async with session(setup, LEGACY, message_handler=updates.on_message) as client:
+            read = await client.read_resource("notes://today")
+            assert read.contents[0].text == "buy milk"
+            await client.subscribe_resource("notes://today")
+            await client.subscribe_resource("notes://passwords")
+            (NOTES / "today.txt").write_text("buy milk and bread")
+            await updates.wait_for(1)
+            assert updates.uris == ["notes://today"]
+            assert (await client.read_resource("notes://today")).contents[0].text == "buy milk and bread"
+            # An editor writes a new file and renames it over the old one.
+            part = NOTES / "today.txt.part"
+            part.write_text("done")
+            part.rename(NOTES / "today.txt")
+            await updates.wait_for(2)
+            assert set(updates.uris) == {"notes://today"}
+            # What the grant does not name stays out of reach.
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("notes://passwords")
+            assert "cannot read" in refused.value.message
+        assert "outside the `[resources] roots`" in setup.stderr()
+    finally:
+        shutil.rmtree(NOTES, ignore_errors=True)
+
+
+async def test_without_a_grant_reads_open_nothing_and_nothing_is_watched(setup):
+    shutil.rmtree(NOTES, ignore_errors=True)
+    NOTES.mkdir(parents=True)
+    (NOTES / "today.txt").write_text("private")
+    setup.add("contract2")
+    try:
+        async with session(setup, LEGACY) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("notes://today")
+            assert "cannot read today's notes" in refused.value.message
+        assert "outside the `[resources] roots`" in setup.stderr()
+    finally:
+        shutil.rmtree(NOTES, ignore_errors=True)
+
+
+def test_resource_roots_are_read_only(setup):
+    setup.add("contract2")
+    setup.write_config('[resources]\nroots = [{ path = "/tmp", mode = "rw" }]\n')
+    listed = setup.run()
+    assert listed.returncode != 0
+    assert "resources.roots[0].mode" in listed.stderr and "must be \"ro\"" in listed.stderr, listed.stderr

@@ -92,6 +92,15 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
             MAX_DESCRIPTION_BYTES,
         )?;
         check_icons("resource", &resource.uri, &resource.icons)?;
+        if let Some(path) = &resource.watch
+            && (path.len() > MAX_WATCH_PATH_BYTES || !path.starts_with('/') || path.contains('\0'))
+        {
+            return Err(format!(
+                "resource `{}` watches `{}`, which is not an absolute path of at most {MAX_WATCH_PATH_BYTES} bytes",
+                truncated(&resource.uri),
+                truncated(path)
+            ));
+        }
         if !uris.insert(resource.uri.as_str()) {
             return Err(format!("lists resource `{}` twice", resource.uri));
         }
@@ -196,6 +205,9 @@ pub(super) fn validate_extras(raw: &RawExtras) -> Result<Vec<UriTemplate>, Strin
     }
     Ok(compiled)
 }
+
+/// Longest path a resource may say its content comes from.
+pub const MAX_WATCH_PATH_BYTES: usize = 4096;
 
 /// Most icons one tool, resource, template or prompt may have.
 pub const MAX_ICONS: usize = 8;

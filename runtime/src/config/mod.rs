@@ -98,6 +98,9 @@ pub struct Config {
     pub install: Install,
     /// Tasks: how many, how long they are kept (`[tasks]`).
     pub tasks: TaskSettings,
+    /// What resource reads may open (`[resources] roots`, read-only):
+    /// nothing by default.
+    pub resource_roots: Vec<crate::grants::files::Root>,
 }
 
 /// The bounds on MCP tasks (`[tasks]`): calls that run on after their
@@ -458,6 +461,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             tasks: TaskSettings::default(),
+            resource_roots: Vec::new(),
             source: None,
             tools_dir: None,
             cache_dir: None,

@@ -192,7 +192,12 @@ impl Config {
                 ));
             }
         }
+        let resource_roots = raw
+            .resources
+            .resolve(base)
+            .map_err(|e| invalid_field(e.under("resources")))?;
         Ok(Config {
+            resource_roots,
             tasks,
             callers,
             install,
@@ -236,6 +241,33 @@ struct RawConfig {
     sources: Vec<super::install::RawSource>,
     #[serde(default)]
     tasks: RawTasks,
+    #[serde(default)]
+    resources: RawResources,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResources {
+    roots: Option<Vec<RawRoot>>,
+}
+
+impl RawResources {
+    /// The folders resource reads may open: read-only, always.
+    fn resolve(&self, dir: &Path) -> Result<Vec<crate::grants::files::Root>, FieldError> {
+        let roots = parse_roots(self.roots.as_deref().unwrap_or_default(), dir)?;
+        if let Some((i, root)) = roots
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.mode != crate::grants::files::Mode::ReadOnly)
+        {
+            return Err(FieldError::new(
+                format!("roots[{i}].mode"),
+                format!("{:?}", root.path.display().to_string()),
+                "must be \"ro\": a resource read never writes".into(),
+            ));
+        }
+        Ok(roots)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

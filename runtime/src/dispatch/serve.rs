@@ -1,6 +1,7 @@
 //! Resource reads, prompt gets and completions: one run of the serving
-//! component each, under the operator's default limits, with no grants
-//! (a prompt get may ask the client, as a call may), after a server-wide
+//! component each, under the operator's default limits, with no grants but
+//! the `[resources] roots` for a read (read-only) and the client's services
+//! for a prompt get (it may ask, as a call may), after a server-wide
 //! permit. Not journalled (they are reads of what a component publishes,
 //! not tool calls); each has an audit line.
 
@@ -20,8 +21,8 @@ use crate::call::{
 impl Dispatcher {
     /// Read resource `uri` from the component that lists it (or whose
     /// template it matches). Runs in a fresh instance under the operator's
-    /// default limits (`[defaults]`), with no roots and no client services,
-    /// after a server-wide permit.
+    /// default limits (`[defaults]`), with only the `[resources] roots`
+    /// (read-only) and no client services, after a server-wide permit.
     ///
     /// # Errors
     ///
@@ -42,7 +43,8 @@ impl Dispatcher {
             return Err(ServeError::UnknownResource(uri.to_owned()));
         };
         let _in_flight = self.calls.token();
-        let limits = self.config().defaults.limits;
+        let config = self.config();
+        let limits = config.defaults.limits;
         let Some(permit) = acquire_or_cancel([&self.permits], cancel).await else {
             return Err(ServeError::Failed(format!("read of `{uri}` was cancelled")));
         };
@@ -60,7 +62,13 @@ impl Dispatcher {
             .pooled(async move {
                 let _permit = permit;
                 sandbox
-                    .read_resource(&component_in.prepared, &owned_uri, &limits, &cancel_in)
+                    .read_resource(
+                        &component_in.prepared,
+                        &owned_uri,
+                        &limits,
+                        &config.resource_roots,
+                        &cancel_in,
+                    )
                     .await
             })
             .await;

@@ -149,6 +149,21 @@ impl CallGrants {
         })
     }
 
+    /// Nothing but `roots` (read-only, the operator's `[resources]
+    /// roots`): what a resource read runs with.
+    pub fn files_only(roots: &[Root]) -> CallGrants {
+        Grants {
+            files: roots.to_vec(),
+            ..Grants::default()
+        }
+        .prepare(CallContext {
+            tool: "(reading a resource)",
+            client_roots: None,
+            caller: CallerLimits::default(),
+            client: None,
+        })
+    }
+
     /// Nothing but the client's services (for elicitation and roots;
     /// never sampling): what a prompt get runs with.
     pub fn client_only(

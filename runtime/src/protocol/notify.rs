@@ -153,13 +153,26 @@ impl Notifier {
     /// host, so a change there is not noticed.
     pub async fn resources_updated(&self, previous: &Catalog, next: &Catalog) {
         let mut verdicts: std::collections::HashMap<String, bool> = Default::default();
-        let mut changed = |uri: &str| {
+        self.send_resource_updates(|uri: &str| {
             *verdicts.entry(uri.to_owned()).or_insert_with(|| {
                 let digest =
                     |catalog: &Catalog| catalog.resource_component(uri).map(|c| c.digest.clone());
                 digest(previous) != digest(next)
             })
-        };
+        })
+        .await;
+    }
+
+    /// Tell every subscriber of one of `uris` that it changed (a file a
+    /// resource's content comes from changed: `watch::resources`).
+    pub async fn resources_changed(&self, uris: &BTreeSet<String>) {
+        self.send_resource_updates(|uri: &str| uris.contains(uri))
+            .await;
+    }
+
+    /// Send `notifications/resources/updated` for every subscribed URI
+    /// `changed` says changed, to each session or listen stream holding it.
+    async fn send_resource_updates(&self, mut changed: impl FnMut(&str) -> bool) {
         let mut sends: Vec<(Peer<RoleServer>, String)> = Vec::new();
         for (peer, _, subscribed) in self.live_peers() {
             let uris: Vec<String> = match subscribed.lock() {

@@ -719,6 +719,7 @@ mod from_v1 {
             mime_type: d.mime_type,
             size: d.size,
             icons: Vec::new(),
+            watch: None,
         }
     }
 
@@ -806,6 +807,7 @@ mod from_v2 {
             mime_type: d.mime_type,
             size: d.size,
             icons: icons(d.icons),
+            watch: d.watch,
         }
     }
 

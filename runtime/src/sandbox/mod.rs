@@ -580,7 +580,8 @@ impl Sandbox {
     }
 
     /// Read resource `uri` from the component in a fresh instance under
-    /// `limits`, with nothing granted. `Ok(Err(message))` is the
+    /// `limits`, with nothing granted but `roots` (the operator's
+    /// `[resources] roots`, read-only). `Ok(Err(message))` is the
     /// component's own refusal.
     ///
     /// # Errors
@@ -592,9 +593,16 @@ impl Sandbox {
         component: &Prepared,
         uri: &str,
         limits: &Limits,
+        roots: &[crate::grants::files::Root],
         cancel: &CancellationToken,
     ) -> Result<Result<Vec<ResourceContent>, String>, CallFailure> {
-        let mut run = self.bare(limits);
+        let mut run = Run::start(
+            &self.engine,
+            self.fuel_metering,
+            limits,
+            CallGrants::files_only(roots),
+            None,
+        );
         match &component.kind {
             Kind::Contract(c) => c.read_resource(&mut run, uri, limits, cancel).await,
             Kind::Plain(_) => Err(CallFailure::Trap("does not export resources".into())),

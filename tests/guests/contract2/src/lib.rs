@@ -110,6 +110,33 @@ fn ask_two() -> Result<Output, String> {
     Ok(Output::text(parts.join("; ")))
 }
 
+/// Where the file-backed resources' content lives (tests create it; the
+/// operator grants resource reads this folder).
+const NOTES_DIR: &str = "/tmp/toolcage-test-resource-files";
+
+/// A resource whose content is a file: the host watches it (when the
+/// operator grants resource reads its folder) and tells subscribers.
+fn notes() -> ResourceDef {
+    ResourceDef::new("notes://today", "today", || {
+        std::fs::read_to_string(format!("{NOTES_DIR}/today.txt"))
+            .map(ResourceBody::Text)
+            .map_err(|error| format!("cannot read today's notes: {error}"))
+    })
+    .mime_type("text/plain")
+    .watch(format!("{NOTES_DIR}/today.txt"))
+}
+
+/// A resource that says its content is a file no one granted: never
+/// watched (and never readable).
+fn passwords() -> ResourceDef {
+    ResourceDef::new("notes://passwords", "passwords", || {
+        std::fs::read_to_string("/etc/passwd")
+            .map(ResourceBody::Text)
+            .map_err(|error| format!("cannot read: {error}"))
+    })
+    .watch("/etc/passwd")
+}
+
 const KINDS: [&str; 4] = ["apple", "apricot", "banana", "blueberry"];
 
 fn items() -> ResourceDef {
@@ -179,6 +206,6 @@ fn quiet() -> PromptDef {
 
 export!(
     tools: [with_icon, needs_elicit, roots_listing, ask_bad_keys, ask_two],
-    resources: [items],
+    resources: [items, notes, passwords],
     prompts: [plan, quiet],
 );

@@ -39,14 +39,27 @@ pub const QUIET: Duration = Duration::from_millis(150);
 /// burst goes on.
 pub const MAX_DELAY: Duration = Duration::from_secs(5);
 
-/// Keeps the watcher alive; dropping it stops watching.
+pub mod resources;
+
+/// Keeps the watchers alive; dropping it stops watching.
 pub struct WatchHandle {
-    task: tokio::task::JoinHandle<()>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl WatchHandle {
+    /// Also stop `task` when this handle drops.
+    #[must_use]
+    pub fn with(mut self, task: tokio::task::JoinHandle<()>) -> Self {
+        self.tasks.push(task);
+        self
+    }
 }
 
 impl Drop for WatchHandle {
     fn drop(&mut self) {
-        self.task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
@@ -96,7 +109,7 @@ pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
         Some(spill) => spill.spawn(reload),
         None => tokio::spawn(reload),
     };
-    Ok(WatchHandle { task })
+    Ok(WatchHandle { tasks: vec![task] })
 }
 
 /// Watch the folder, its parent (to see it deleted and recreated), and the
@@ -300,6 +313,8 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
             .zip(previous.tools.iter())
             .any(|((_, a), (_, b))| !Arc::ptr_eq(&a.spec, &b.spec));
     host.registry.replace(next);
+    // The files resources come from may be others now.
+    host.resource_refresh.notify_one();
     // Subscribers of a resource whose serving component changed hear of
     // it, whether or not the lists changed.
     host.notifier
