@@ -145,6 +145,24 @@ pub enum CallFailure {
     InputRequired(Vec<PendingInput>),
 }
 
+impl CallFailure {
+    /// The limit that ended the call, by its metrics name, if a limit did.
+    pub fn limit(&self) -> Option<&'static str> {
+        Some(match self {
+            CallFailure::Fuel { .. } => "fuel",
+            CallFailure::Deadline { .. } => "deadline",
+            CallFailure::Memory { .. } => "memory",
+            CallFailure::StackOverflow => "stack",
+            CallFailure::ResultTooLarge { .. } => "result_size",
+            CallFailure::Transfer { .. } => "transfer",
+            CallFailure::Resources { .. } => "host_resources",
+            CallFailure::HttpFields { .. } => "http_fields",
+            CallFailure::Random { .. } => "random",
+            _ => return None,
+        })
+    }
+}
+
 /// Everything known about one call once it ends.
 #[derive(Debug)]
 pub struct CallReport {

@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::config::{ArgumentsMode, JournalConfig};
+use crate::config::{ArgumentsMode, JournalConfig, JournalStream};
 use crate::grants::network::NetRecord;
 use crate::redact::Scrub;
 
@@ -51,6 +51,12 @@ const REPORT_EVERY: Duration = Duration::from_secs(60);
 /// enough for a full queue on a slow disk, short enough that a hung disk
 /// does not hang the process's exit.
 pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Set while serving MCP over stdio: stdout is the protocol then, and a
+/// journal configured to go there (by a config reloaded since) writes
+/// nothing to it, loudly.
+pub static STDOUT_IS_PROTOCOL: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// What the writer thread is sent.
 enum Message {
@@ -453,6 +459,24 @@ impl Writer {
                 "the call journal fell behind; lines were dropped"
             );
         }
+        if let Some(stream) = self.config.to {
+            // A collector reads the stream; a failed write there has nowhere
+            // better to go than the log.
+            let written = match stream {
+                JournalStream::Stdout if STDOUT_IS_PROTOCOL.load(Ordering::Relaxed) => {
+                    Err(std::io::Error::other(
+                        "stdout carries the MCP protocol (serving over stdio); set `journal.to = \"stderr\"`",
+                    ))
+                }
+                JournalStream::Stdout => std::io::stdout().lock().write_all(batch),
+                JournalStream::Stderr => std::io::stderr().lock().write_all(batch),
+            };
+            if let Err(error) = written {
+                self.lost += lines;
+                self.fail(&error.to_string());
+            }
+            return;
+        }
         if self.size > 0 && self.size + batch.len() as u64 > self.config.max_bytes {
             self.rotate();
         }
@@ -598,6 +622,7 @@ mod tests {
 
     fn config(path: PathBuf, max_bytes: u64, keep: u32) -> JournalConfig {
         JournalConfig {
+            to: None,
             path,
             max_bytes,
             keep,

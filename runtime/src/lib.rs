@@ -28,12 +28,14 @@
 //! - [`transport`]: stdio and Streamable HTTP (behind a router), started
 //!   by [`Host::serve`].
 //! - [`journal`]: the call journal (one JSON line per call).
+//! - [`metrics`]: the server's Prometheus metrics (calls, costs, limits,
+//!   refusals, reloads, admission, tasks).
 //! - [`redact`]: the scrubbing and truncation every tool-controlled text
 //!   passes before a log line or a journal field.
 //! - [`json`]: JSON from untrusted sources, parsed under a byte budget and
 //!   measured as it will be sent.
 //! - [`watch`]: hot reload of the tools folder, the config file and the
-//!   lock.
+//!   lock, and the files resources come from.
 //! - [`source`]: installing tools from OCI registries, URLs and files
 //!   (`add`, `update`, `remove`, `publish`, `[[sources]]`), every byte
 //!   checked, signatures verified, locked.
@@ -53,6 +55,7 @@ pub mod dispatch;
 pub mod grants;
 pub mod journal;
 pub mod json;
+pub mod metrics;
 pub mod outbound;
 pub mod protocol;
 pub mod redact;
@@ -227,6 +230,9 @@ impl Host {
             )
             .with_lanes(lanes),
         );
+        dispatcher
+            .metrics()
+            .tools_served(registry.snapshot().tools.len());
         let request_budget = Arc::new(RequestBudget::new(
             options.config.server.max_pending_request_bytes,
         ));

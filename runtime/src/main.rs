@@ -33,6 +33,24 @@ use toolcage::{Host, Options};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written to stderr: `text` for people, `json` for
+    /// a log pipeline (one JSON object a line: `timestamp`, `level`,
+    /// `target`, `fields`).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "TOOLCAGE_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
+}
+
+/// The log's format (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -240,7 +258,10 @@ fn main() -> ExitCode {
         && std::io::IsTerminal::is_terminal(&std::io::stdin());
     // Every command but `serve` prints what it has to say itself; its log
     // shows warnings and errors only unless asked.
-    init_tracing(on_terminal || !matches!(cli.command, Command::Serve { .. }));
+    init_tracing(
+        on_terminal || !matches!(cli.command, Command::Serve { .. }),
+        cli.log_format,
+    );
     if on_terminal {
         eprintln!("{TERMINAL_HINT}");
     }
@@ -344,16 +365,26 @@ const TERMINAL_HINT: &str = "toolcage serve speaks MCP on stdin/stdout and waits
 /// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
 /// `quiet` (every command but `serve`, and `serve` on a terminal):
 /// warnings and errors only, unless `TOOLCAGE_LOG` says otherwise.
-fn init_tracing(quiet: bool) {
+fn init_tracing(quiet: bool, format: LogFormat) {
     let wanted = std::env::var("TOOLCAGE_LOG")
         .unwrap_or_else(|_| if quiet { "warn".into() } else { String::new() });
     let filter = tracing_subscriber::EnvFilter::try_new(log_filter(&wanted))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_filter("")));
-    tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(filter)
-        .init();
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => subscriber.init(),
+        // Stable names: `timestamp`, `level`, `target`, `fields` (with
+        // `message`); no spans (toolcage's lines carry their context as
+        // fields).
+        LogFormat::Json => subscriber
+            .json()
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 /// The log filter for `TOOLCAGE_LOG`: a bare level (`debug`) applies to
@@ -556,6 +587,15 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 None => {
                     let options = options(&common)?;
                     match options.config.journal {
+                        Some(journal) if journal.to.is_some() => bail!(
+                            "the journal goes to {} (`journal.to`), not to a file; read it where \
+                             that stream is collected, or pass --file FILE",
+                            if journal.to == Some(toolcage::config::JournalStream::Stdout) {
+                                "stdout"
+                            } else {
+                                "stderr"
+                            }
+                        ),
                         Some(journal) => journal.path,
                         None => bail!(
                             "the config has no `[journal]` section (or pass --file FILE); \

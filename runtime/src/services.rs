@@ -14,9 +14,12 @@
 //!   `roots-0`, ...), which is why tools must ask before they act.
 //!
 //! The `requestState` handed to the client holds every answer so far, the
-//! tool name and a digest of the arguments, MACed with a per-process key
-//! (HMAC-SHA256): a client cannot forge answers, move them to another tool
-//! or other arguments, or replay them against another server process.
+//! tool name and a digest of the arguments, MACed (HMAC-SHA256) with the
+//! operator's keys (`server.state_key_file`: shared by the replicas of a
+//! fleet, so a retry may land on any of them; the first key signs, every
+//! one checks) or, without them, a random key per process: a client cannot
+//! forge answers, move them to another tool or other arguments, or replay
+//! them against a server that does not share the key.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -32,6 +35,7 @@ use crate::call::{
     Answer, Ask, ClientRoot, ClientServices, ElicitAnswer, PendingInput, Question, SampleAnswer,
     SampleRequest, ServiceError, ServiceFuture,
 };
+use crate::config::StateKeys;
 
 /// How long to wait for the user or the client's model.
 const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -286,8 +290,21 @@ pub fn shared(services: impl ClientServices + 'static) -> Arc<dyn ClientServices
     Arc::new(services)
 }
 
-/// The per-process key that signs request state.
-fn state_key() -> &'static [u8; 32] {
+/// The key that signs request state, and every key that checks it: the
+/// operator's, else this process's own.
+fn state_keys(keys: Option<&StateKeys>) -> (&[u8; 32], &[[u8; 32]]) {
+    match keys {
+        Some(keys) => (keys.signing(), keys.all()),
+        None => {
+            let own = process_key();
+            (own, std::slice::from_ref(own))
+        }
+    }
+}
+
+/// The per-process key that signs request state when the operator gives
+/// none.
+fn process_key() -> &'static [u8; 32] {
     static KEY: OnceLock<[u8; 32]> = OnceLock::new();
     KEY.get_or_init(|| {
         use std::io::Read as _;
@@ -337,10 +354,15 @@ pub fn call_digest(caller: Option<&str>, tool: &str, arguments: &Value) -> Strin
     crate::catalog::hex(&hasher.finalize())
 }
 
-/// Sign the answers gathered for the call identified by `digest`.
-pub fn sign_state(digest: &str, answers: &BTreeMap<String, Value>) -> String {
+/// Sign the answers gathered for the call identified by `digest`, with
+/// `keys` (the operator's) or this process's own.
+pub fn sign_state(
+    keys: Option<&StateKeys>,
+    digest: &str,
+    answers: &BTreeMap<String, Value>,
+) -> String {
     let body = json!({"call": digest, "answers": answers}).to_string();
-    let mut tag = mac(state_key());
+    let mut tag = mac(state_keys(keys).0);
     tag.update(body.as_bytes());
     format!(
         "{}.{}",
@@ -349,21 +371,30 @@ pub fn sign_state(digest: &str, answers: &BTreeMap<String, Value>) -> String {
     )
 }
 
-/// Check state handed back by a client and return its answers.
+/// Check state handed back by a client against `keys` (any of them; the
+/// operator's, or this process's own) and return its answers.
 ///
 /// # Errors
 ///
 /// The state is malformed, forged, or belongs to another call.
-pub fn verify_state(state: &str, digest: &str) -> Result<BTreeMap<String, Value>, String> {
+pub fn verify_state(
+    keys: Option<&StateKeys>,
+    state: &str,
+    digest: &str,
+) -> Result<BTreeMap<String, Value>, String> {
     let (body, mac) = state.split_once('.').ok_or("`requestState` is malformed")?;
     let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(body)
         .map_err(|_| "`requestState` is malformed")?;
     let presented = decode_hex(mac).ok_or("`requestState` is malformed")?;
-    let mut tag = self::mac(state_key());
-    tag.update(&body);
-    // `verify_slice` compares in constant time.
-    if tag.verify_slice(&presented).is_err() {
+    // Every key is tried (at most `StateKeys::MAX`); `verify_slice`
+    // compares in constant time.
+    let genuine = state_keys(keys).1.iter().any(|key| {
+        let mut tag = self::mac(key);
+        tag.update(&body);
+        tag.verify_slice(&presented).is_ok()
+    });
+    if !genuine {
         return Err("`requestState` was not issued by this server (or was altered)".into());
     }
     let body: Value = serde_json::from_slice(&body).map_err(|_| "`requestState` is malformed")?;
@@ -388,26 +419,62 @@ mod tests {
     fn state_round_trips_and_resists_tampering() {
         let digest = call_digest(None, "t", &json!({"a": 1}));
         let answers = BTreeMap::from([("elicit-0".to_owned(), json!({"action": "accept"}))]);
-        let state = sign_state(&digest, &answers);
-        assert_eq!(verify_state(&state, &digest).expect("valid"), answers);
+        let state = sign_state(None, &digest, &answers);
+        assert_eq!(verify_state(None, &state, &digest).expect("valid"), answers);
         let other = call_digest(None, "t", &json!({"a": 2}));
         assert!(
-            verify_state(&state, &other)
+            verify_state(None, &state, &other)
                 .expect_err("other call")
                 .contains("another")
         );
         let other_caller = call_digest(Some("[\"https://as\",\"b\",null]"), "t", &json!({"a": 1}));
         assert!(
-            verify_state(&state, &other_caller).is_err(),
+            verify_state(None, &state, &other_caller).is_err(),
             "another caller"
         );
         let (body, mac) = state.split_once('.').expect("dot");
         let forged_body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
             json!({"call": digest, "answers": {"elicit-0": {"action": "decline"}}}).to_string(),
         );
-        assert!(verify_state(&format!("{forged_body}.{mac}"), &digest).is_err());
-        assert!(verify_state(&format!("{body}.00"), &digest).is_err());
-        assert!(verify_state("garbage", &digest).is_err());
+        assert!(verify_state(None, &format!("{forged_body}.{mac}"), &digest).is_err());
+        assert!(verify_state(None, &format!("{body}.00"), &digest).is_err());
+        assert!(verify_state(None, "garbage", &digest).is_err());
+    }
+
+    #[test]
+    fn shared_keys_sign_with_the_first_and_check_with_any() {
+        let old = "11".repeat(32);
+        let new = "22".repeat(32);
+        let digest = call_digest(None, "t", &json!({}));
+        let answers = BTreeMap::from([("k".to_owned(), json!(1))]);
+        let before = StateKeys::parse(&old).expect("one key");
+        let during = StateKeys::parse(&format!("# rotating\n{new}\n\n{old}\n")).expect("two keys");
+        let after = StateKeys::parse(&new).expect("one key");
+        let signed_before = sign_state(Some(&before), &digest, &answers);
+        let signed_during = sign_state(Some(&during), &digest, &answers);
+        // Another replica with the same keys accepts what one signed.
+        assert!(verify_state(Some(&before), &signed_before, &digest).is_ok());
+        // During the overlap both old and new states pass; after it, the old fail.
+        assert!(verify_state(Some(&during), &signed_before, &digest).is_ok());
+        assert!(verify_state(Some(&after), &signed_during, &digest).is_ok());
+        assert!(verify_state(Some(&after), &signed_before, &digest).is_err());
+        // A process without the keys accepts neither.
+        assert!(verify_state(None, &signed_during, &digest).is_err());
+        for bad in [
+            "",
+            "# only a comment",
+            "abc",
+            &"zz".repeat(32),
+            &format!("{old}0"),
+        ] {
+            assert!(StateKeys::parse(bad).is_err(), "{bad:?}");
+        }
+        let nine = (0..9)
+            .map(|i| format!("{i:0>64}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(StateKeys::parse(&nine).unwrap_err().contains("more than 8"));
+        assert_eq!(format!("{during:?}"), "StateKeys(2 keys)");
     }
 
     #[test]

@@ -101,6 +101,86 @@ pub struct Config {
     /// What resource reads may open (`[resources] roots`, read-only):
     /// nothing by default.
     pub resource_roots: Vec<crate::grants::files::Root>,
+    /// The keys that sign and check the `requestState` handed to
+    /// 2026-07-28 clients (`server.state_key_file`), shared by every
+    /// replica of a fleet; `None`: a random key per process.
+    pub state_keys: Option<std::sync::Arc<StateKeys>>,
+}
+
+/// Keys for `requestState` (`server.state_key_file`): the first signs,
+/// every one checks, so a key can be rotated with an overlap (add the new
+/// one first, keep the old one below it until states it signed have
+/// expired, then remove it). `Debug` shows how many, never a key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StateKeys {
+    keys: Vec<[u8; 32]>,
+}
+
+impl std::fmt::Debug for StateKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StateKeys({} keys)", self.keys.len())
+    }
+}
+
+impl StateKeys {
+    /// Most keys a file may hold.
+    pub const MAX: usize = 8;
+
+    /// Read `text`: one key a line, 64 hex digits (`openssl rand -hex 32`),
+    /// blank lines and `#` comments ignored.
+    ///
+    /// # Errors
+    ///
+    /// No key, more than [`StateKeys::MAX`], or a line that is not 64 hex
+    /// digits (named by its number, never shown).
+    pub fn parse(text: &str) -> Result<StateKeys, String> {
+        let mut keys = Vec::new();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bytes: Option<Vec<u8>> = (line.len() == 64)
+                .then(|| {
+                    (0..64)
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(line.get(i..i + 2)?, 16).ok())
+                        .collect()
+                })
+                .flatten();
+            let Some(bytes) = bytes else {
+                return Err(format!(
+                    "line {} is not a key: each key is 64 hex digits (32 bytes; `openssl rand -hex 32` makes one)",
+                    number + 1
+                ));
+            };
+            let mut key = [0u8; 32];
+            key.copy_from_slice(&bytes);
+            keys.push(key);
+        }
+        if keys.is_empty() {
+            return Err("holds no key: write one, 64 hex digits (`openssl rand -hex 32`)".into());
+        }
+        if keys.len() > StateKeys::MAX {
+            return Err(format!(
+                "holds {} keys, more than {}: keep the newest and the one it replaces",
+                keys.len(),
+                StateKeys::MAX
+            ));
+        }
+        Ok(StateKeys { keys })
+    }
+
+    /// The key that signs.
+    pub fn signing(&self) -> &[u8; 32] {
+        // `parse` never makes an empty set.
+        &self.keys[0]
+    }
+
+    /// Every key that checks, the signing one first.
+    pub fn all(&self) -> &[[u8; 32]] {
+        &self.keys
+    }
 }
 
 /// The bounds on MCP tasks (`[tasks]`): calls that run on after their
@@ -169,8 +249,12 @@ pub struct ToolOverride {
 /// Where and how the call journal is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalConfig {
-    /// The file (rotated to `FILE.1`, `FILE.2`, ...).
+    /// The file (rotated to `FILE.1`, `FILE.2`, ...); unused when `to`
+    /// names a stream.
     pub path: PathBuf,
+    /// A standard stream to write the lines to instead of a file (`to =
+    /// "stdout"` or `"stderr"`), for a platform's log collector.
+    pub to: Option<JournalStream>,
     /// Rotate when the file would grow past this many bytes.
     pub max_bytes: u64,
     /// Rotated files kept.
@@ -180,6 +264,15 @@ pub struct JournalConfig {
     /// Argument keys whose values are replaced by `"[redacted]"`
     /// (lowercase).
     pub redact: Vec<String>,
+}
+
+/// A standard stream the journal can go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalStream {
+    /// Standard output (never while serving over stdio: that is the protocol).
+    Stdout,
+    /// Standard error, beside the log.
+    Stderr,
 }
 
 /// How the journal records a call's arguments.
@@ -233,6 +326,29 @@ pub struct HttpConfig {
     /// past it, a new `initialize` gets a 503 until one ends (idle sessions
     /// end after 5 minutes, or by `DELETE`).
     pub max_sessions: usize,
+    /// After SIGTERM/SIGINT, how long the server keeps serving with
+    /// `/readyz` answering 503, so a load balancer stops sending before it
+    /// stops accepting.
+    pub drain_delay_ms: u64,
+    /// Who may read `/metrics`.
+    pub metrics: MetricsAccess,
+    /// This replica's name (`http.replica_name`, or the environment
+    /// variable `http.replica_name_env` names): the session ids and task
+    /// ids it hands out start with `NAME.`, so a load balancer can route a
+    /// 2025-era session, or a task, back to the replica that holds it.
+    pub replica_name: Option<String>,
+}
+
+/// Who may read `/metrics` (`http.metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetricsAccess {
+    /// Whoever may call tools (the token, or an OAuth access token).
+    #[default]
+    Token,
+    /// Anyone who can connect (a scraper inside a private network).
+    Open,
+    /// Nobody: not served.
+    Off,
 }
 
 impl Default for HttpConfig {
@@ -251,6 +367,9 @@ impl Default for HttpConfig {
             body_timeout_ms: 30_000,
             max_connections: 1024,
             max_sessions: 1024,
+            drain_delay_ms: 0,
+            metrics: MetricsAccess::Token,
+            replica_name: None,
         }
     }
 }
@@ -462,6 +581,7 @@ impl Default for Config {
         Config {
             tasks: TaskSettings::default(),
             resource_roots: Vec::new(),
+            state_keys: None,
             source: None,
             tools_dir: None,
             cache_dir: None,

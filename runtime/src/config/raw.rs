@@ -196,7 +196,28 @@ impl Config {
             .resources
             .resolve(base)
             .map_err(|e| invalid_field(e.under("resources")))?;
+        let state_keys = match &raw.server.state_key_file {
+            None => None,
+            Some(file) => {
+                let path = {
+                    let p = expand_tilde(file);
+                    if p.is_absolute() { p } else { base.join(p) }
+                };
+                let shown = format!("{:?}", path.display().to_string());
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    invalid(
+                        "server.state_key_file".into(),
+                        shown.clone(),
+                        &format!("cannot be read: {e}"),
+                    )
+                })?;
+                let keys = StateKeys::parse(&text)
+                    .map_err(|why| invalid("server.state_key_file".into(), shown, &why))?;
+                Some(Arc::new(keys))
+            }
+        };
         Ok(Config {
+            state_keys,
             resource_roots,
             tasks,
             callers,
@@ -305,7 +326,8 @@ impl RawTasks {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawJournal {
-    path: PathBuf,
+    path: Option<PathBuf>,
+    to: Option<String>,
     max_mib: Option<u64>,
     keep: Option<u32>,
     arguments: Option<String>,
@@ -314,9 +336,38 @@ struct RawJournal {
 
 impl RawJournal {
     fn resolve(&self, base: &Path) -> Result<JournalConfig, FieldError> {
-        let path = {
-            let p = expand_tilde(&self.path);
-            normalize(&if p.is_absolute() { p } else { base.join(p) })
+        let to = match self.to.as_deref() {
+            None => None,
+            Some("stdout") => Some(JournalStream::Stdout),
+            Some("stderr") => Some(JournalStream::Stderr),
+            Some(other) => {
+                return Err(FieldError::new(
+                    "to".into(),
+                    format!("{other:?}"),
+                    "must be \"stdout\" or \"stderr\" (or set `path` instead, for a file)".into(),
+                ));
+            }
+        };
+        let path = match (&self.path, to) {
+            (Some(path), None) => {
+                let p = expand_tilde(path);
+                normalize(&if p.is_absolute() { p } else { base.join(p) })
+            }
+            (None, Some(_)) => PathBuf::new(),
+            (Some(_), Some(_)) => {
+                return Err(FieldError::new(
+                    "to".into(),
+                    "(with path)".into(),
+                    "conflicts with `journal.path`: the journal goes to a file or a stream".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(FieldError::new(
+                    "path".into(),
+                    "(missing)".into(),
+                    "is needed: the file the journal is written to (or `to = \"stderr\"`)".into(),
+                ));
+            }
         };
         let max_mib = self.max_mib.unwrap_or(64);
         if !(1..=1024 * 1024).contains(&max_mib) {
@@ -350,6 +401,7 @@ impl RawJournal {
         };
         Ok(JournalConfig {
             path,
+            to,
             max_bytes: max_mib * 1024 * 1024,
             keep,
             arguments,
@@ -361,6 +413,7 @@ impl RawJournal {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
+    state_key_file: Option<PathBuf>,
     max_concurrent_calls: Option<u32>,
     ready_instances: Option<u32>,
     max_describe_kib: Option<u64>,
@@ -415,6 +468,10 @@ struct RawHttp {
     body_timeout_ms: Option<u64>,
     max_connections: Option<u64>,
     max_sessions: Option<u64>,
+    drain_delay_ms: Option<u64>,
+    metrics: Option<String>,
+    replica_name: Option<String>,
+    replica_name_env: Option<String>,
     oauth: Option<super::auth::RawOAuth>,
 }
 
@@ -452,6 +509,58 @@ impl RawHttp {
         if let Some(n) = range("max_sessions", self.max_sessions, 1, 1_000_000)? {
             http.max_sessions = count(n);
         }
+        if let Some(ms) = range("drain_delay_ms", self.drain_delay_ms, 0, 600_000)? {
+            http.drain_delay_ms = ms;
+        }
+        http.replica_name = match (&self.replica_name, &self.replica_name_env) {
+            (Some(_), Some(_)) => {
+                return Err(FieldError::new(
+                    "replica_name".into(),
+                    "(with replica_name_env)".into(),
+                    "conflicts with `http.replica_name_env`: set one".into(),
+                ));
+            }
+            (Some(prefix), None) => Some(("replica_name", prefix.clone())),
+            (None, Some(var)) => Some((
+                "replica_name_env",
+                std::env::var(var).map_err(|_| {
+                    FieldError::new(
+                        "replica_name_env".into(),
+                        format!("{var:?}"),
+                        "names an environment variable that is not set".into(),
+                    )
+                })?,
+            )),
+            (None, None) => None,
+        }
+        .map(|(key, prefix)| {
+            let well_formed = (1..=63).contains(&prefix.len())
+                && prefix
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if well_formed {
+                Ok(prefix)
+            } else {
+                Err(FieldError::new(
+                    key.into(),
+                    format!("{prefix:?}"),
+                    "must be 1 to 63 characters from `A-Z a-z 0-9 - _` (a replica's name)".into(),
+                ))
+            }
+        })
+        .transpose()?;
+        http.metrics = match self.metrics.as_deref() {
+            None | Some("token") => MetricsAccess::Token,
+            Some("open") => MetricsAccess::Open,
+            Some("off") => MetricsAccess::Off,
+            Some(other) => {
+                return Err(FieldError::new(
+                    "metrics".into(),
+                    format!("{other:?}"),
+                    "must be \"token\", \"open\" or \"off\"".into(),
+                ));
+            }
+        };
         http.token = match (&self.token_file, &self.token_env) {
             (Some(_), Some(_)) => {
                 return Err(FieldError::new(

@@ -36,7 +36,7 @@ use self::check::{Which, check_output, validate};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
 pub use self::lanes::{Lane, Lanes};
-use self::record::{Outcome, Recorder, RunFacts, first_line, log_guest_output};
+use self::record::{Outcome, Recorder, Refusal, RunFacts, first_line, log_guest_output};
 use crate::auth::{self, Access, Caller};
 use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
 use crate::catalog::{FileStatus, LoadedTool, Registry};
@@ -64,6 +64,8 @@ pub struct Dispatcher {
     calls: TaskTracker,
     /// Which thread runs a call's guest code.
     lanes: Lanes,
+    /// What calls did, for `/metrics`.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The configuration and the journal it opened, swapped together.
@@ -262,7 +264,13 @@ impl Dispatcher {
             shutdown: CancellationToken::new(),
             calls: TaskTracker::new(),
             lanes: Lanes::default(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// What calls did, for `/metrics` (and what other rooms add to it).
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
     }
 
     /// Run calls in `lanes` (by default, each in its own task).
@@ -372,6 +380,7 @@ impl Dispatcher {
             current.journal.as_deref(),
             context.client,
             &self.shutdown,
+            &self.metrics,
         );
         record.task = context.task.clone();
         // A shutdown ends the call where it is: dropping the phases discards
@@ -444,6 +453,7 @@ impl Dispatcher {
             if !missing.is_empty() {
                 return Err(Box::new(Stop {
                     outcome: Outcome::Refused(
+                        Refusal::Capability,
                         format!(
                             "the client does not declare {}",
                             missing.names().join(" and ")
@@ -540,7 +550,7 @@ impl Dispatcher {
     fn admit(&self, name: &str) -> Result<(), Box<Stop>> {
         if self.shutdown.is_cancelled() {
             return Err(Stop::error(
-                Outcome::Refused("the server is shutting down".into()),
+                Outcome::Refused(Refusal::Shutdown, "the server is shutting down".into()),
                 format!("tool `{name}` was not run: the server is shutting down"),
             ));
         }
@@ -557,7 +567,7 @@ impl Dispatcher {
         }
         if !name_failures {
             return Err(Box::new(Stop {
-                outcome: Outcome::Refused("unknown tool".into()),
+                outcome: Outcome::Refused(Refusal::UnknownTool, "unknown tool".into()),
                 reply: Err(DispatchError::UnknownTool {
                     name: name.to_owned(),
                     failed: Vec::new(),
@@ -579,7 +589,7 @@ impl Dispatcher {
             })
             .collect();
         Err(Box::new(Stop {
-            outcome: Outcome::Refused("unknown tool".into()),
+            outcome: Outcome::Refused(Refusal::UnknownTool, "unknown tool".into()),
             reply: Err(DispatchError::UnknownTool {
                 name: name.to_owned(),
                 failed,
@@ -596,7 +606,7 @@ impl Dispatcher {
             .check_arguments(&tool.component.prepared, name, arguments)
             .map_err(|problem| {
                 Stop::error(
-                    Outcome::Refused("arguments do not fit the parameters".into()),
+                    Outcome::Refused(Refusal::Arguments, "arguments do not fit the parameters".into()),
                     format!(
                         "arguments do not fit the parameters of tool `{name}`: {problem}; the tool was not run"
                     ),
@@ -638,7 +648,7 @@ fn permitted(access: &Access<'_>, name: &str) -> Result<(), Box<Stop>> {
         None => "the caller matches no `[[callers]]` entry".to_owned(),
     };
     Err(Box::new(Stop {
-        outcome: Outcome::Refused(why.into()),
+        outcome: Outcome::Refused(Refusal::NotPermitted, why.into()),
         reply: Err(DispatchError::NotPermitted {
             name: name.to_owned(),
             policy,
@@ -672,11 +682,17 @@ async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String,
     match validate(&tool.spec, Which::Input, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(
-            Outcome::Refused("arguments do not match the input schema".into()),
+            Outcome::Refused(
+                Refusal::Arguments,
+                "arguments do not match the input schema".into(),
+            ),
             format!("arguments do not match the input schema of tool `{name}`:\n{problems}"),
         )),
         Err(exceeded) => Err(Stop::error(
-            Outcome::Refused("arguments could not be checked within the budget".into()),
+            Outcome::Refused(
+                Refusal::Arguments,
+                "arguments could not be checked within the budget".into(),
+            ),
             format!(
                 "the arguments of tool `{name}` could not be checked: {exceeded}; the tool was not run"
             ),
@@ -704,7 +720,7 @@ async fn confirm_if_needed(
             reply: Ok(CallOutput::input_required(pending)),
         })),
         Confirmation::Refused(message) => Err(Stop::error(
-            Outcome::Refused(message.clone().into()),
+            Outcome::Refused(Refusal::Confirmation, message.clone().into()),
             message,
         )),
     }
@@ -729,6 +745,9 @@ async fn settle(
         Ok(result) => (check_output(tool, result, limits).await, false),
         Err(CallFailure::InputRequired(pending)) => (CallOutput::input_required(pending), false),
         Err(failure) => {
+            if let Some(limit) = failure.limit() {
+                record.metrics().limit_hit(limit);
+            }
             let cancelled = matches!(failure, CallFailure::Cancelled);
             let mut output = CallOutput::error(format!("tool `{name}` {failure}"));
             output.failure = Some(failure);

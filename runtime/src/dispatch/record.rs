@@ -24,9 +24,40 @@ use crate::redact::Scrub;
 pub(super) enum Outcome<'a> {
     Ok,
     Error(Cow<'a, str>),
-    Refused(Cow<'a, str>),
+    Refused(Refusal, Cow<'a, str>),
     Cancelled(Cow<'a, str>),
     InputRequired(Cow<'a, str>),
+}
+
+/// Why a call was refused before its tool ran (the metrics' `reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The server is shutting down.
+    Shutdown,
+    /// No such tool.
+    UnknownTool,
+    /// The caller's `[[callers]]` policy does not include it.
+    NotPermitted,
+    /// The request lacks a client capability the tool needs.
+    Capability,
+    /// The arguments do not fit the parameters or the input schema.
+    Arguments,
+    /// The user declined, or could not be asked.
+    Confirmation,
+}
+
+impl Refusal {
+    /// Its name in the metrics.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Refusal::Shutdown => "shutdown",
+            Refusal::UnknownTool => "unknown_tool",
+            Refusal::NotPermitted => "not_permitted",
+            Refusal::Capability => "client_capability",
+            Refusal::Arguments => "arguments",
+            Refusal::Confirmation => "confirmation",
+        }
+    }
 }
 
 impl Outcome<'_> {
@@ -34,7 +65,7 @@ impl Outcome<'_> {
         match self {
             Outcome::Ok => "ok",
             Outcome::Error(_) => "error",
-            Outcome::Refused(_) => "refused",
+            Outcome::Refused(..) => "refused",
             Outcome::Cancelled(_) => "cancelled",
             Outcome::InputRequired(_) => "input_required",
         }
@@ -44,7 +75,7 @@ impl Outcome<'_> {
         match self {
             Outcome::Ok => None,
             Outcome::Error(m)
-            | Outcome::Refused(m)
+            | Outcome::Refused(_, m)
             | Outcome::Cancelled(m)
             | Outcome::InputRequired(m) => (!m.is_empty()).then_some(m),
         }
@@ -70,6 +101,7 @@ pub(super) struct Recorder<'a> {
     done: bool,
     /// The task the call runs as, once it has an id.
     pub(super) task: Option<Arc<std::sync::OnceLock<String>>>,
+    metrics: &'a crate::metrics::Metrics,
 }
 
 impl<'a> Recorder<'a> {
@@ -81,8 +113,11 @@ impl<'a> Recorder<'a> {
         journal: Option<&'a Journal>,
         client: &'a (dyn Fn() -> ClientId + Sync),
         shutdown: &'a CancellationToken,
+        metrics: &'a crate::metrics::Metrics,
     ) -> Self {
+        metrics.in_flight(1);
         Recorder {
+            metrics,
             name,
             arguments,
             policy,
@@ -102,6 +137,11 @@ impl<'a> Recorder<'a> {
         self.component = Some(Arc::clone(component));
     }
 
+    /// The server's metrics.
+    pub(super) fn metrics(&self) -> &crate::metrics::Metrics {
+        self.metrics
+    }
+
     /// The values to keep out of logs and the journal.
     pub(super) fn scrub(&self) -> Scrub<'a> {
         Scrub::new(self.secrets.iter().copied())
@@ -114,6 +154,26 @@ impl<'a> Recorder<'a> {
         }
         let digest = self.component.as_ref().map_or("", |c| c.digest.as_str());
         let duration = self.arrived.elapsed();
+        self.metrics.in_flight(-1);
+        // A name nobody serves is the client's to choose: never a label.
+        let tool = if self.component.is_some() {
+            self.name
+        } else {
+            crate::metrics::UNKNOWN_TOOL
+        };
+        self.metrics.call(
+            tool,
+            outcome.label(),
+            run.map(|r| crate::metrics::RunCost {
+                seconds: duration.as_secs_f64(),
+                fuel: r.fuel,
+                peak_memory: r.peak_memory,
+                network_refusals: u64::from(r.net.refused),
+            }),
+        );
+        if let Outcome::Refused(reason, _) = outcome {
+            self.metrics.refused(reason.label());
+        }
         let scrub = Scrub::new(self.secrets.iter().copied());
         // Debug: the journal is the record operators keep; a log line per
         // call at info would cost every call a write to stderr.

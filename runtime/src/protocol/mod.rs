@@ -124,6 +124,7 @@ impl McpServer {
         let client_roots = self.client_roots(&ctx.peer, stateless).await;
         let arguments = request.arguments.clone().unwrap_or_default();
         let (services, replay) = client_services(
+            self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &request.name,
             &arguments,
@@ -195,6 +196,7 @@ impl McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.take().unwrap_or_default();
         let replay = replay_answers(
+            self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &request.name,
             &arguments,
@@ -332,9 +334,13 @@ fn respond(
 ) -> Result<CallToolResponse, McpError> {
     match result {
         Ok(mut output) => match (output.input_required.take(), replay) {
-            (Some(pending), Some(replay)) => {
-                input_required(pending, &replay.digest, &replay.answers).map(Into::into)
-            }
+            (Some(pending), Some(replay)) => input_required(
+                pending,
+                replay.keys.as_deref(),
+                &replay.digest,
+                &replay.answers,
+            )
+            .map(Into::into),
             // Only replay stops a call for input.
             (Some(_), None) => Err(McpError::internal_error(
                 "a call stopped for input outside a 2026-07-28 request",
@@ -650,6 +656,7 @@ impl ServerHandler for McpServer {
         // A prompt may ask the user as a call may; its questions are bound
         // to the prompt and its arguments as a call's are.
         let (services, replay) = client_services(
+            self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &format!("prompt:{}", request.name),
             &arguments,
@@ -663,9 +670,13 @@ impl ServerHandler for McpServer {
         {
             Ok(output) => Ok(shape::to_mcp_prompt_result(output).into()),
             Err(ServeError::InputRequired(pending)) => match replay {
-                Some(replay) => {
-                    input_required(pending, &replay.digest, &replay.answers).map(Into::into)
-                }
+                Some(replay) => input_required(
+                    pending,
+                    replay.keys.as_deref(),
+                    &replay.digest,
+                    &replay.answers,
+                )
+                .map(Into::into),
                 None => Err(McpError::internal_error(
                     "a prompt stopped for input outside a 2026-07-28 request",
                     None,
@@ -930,6 +941,8 @@ fn declared_needs(ctx: &RequestContext<RoleServer>) -> ClientNeeds {
 /// The answers a 2026-07-28 request brings for a replay, and what binds
 /// them to it.
 struct Replay {
+    /// The operator's state keys, if any (else this process's own).
+    keys: Option<Arc<crate::config::StateKeys>>,
     /// Digest of caller, tool (or `prompt:NAME`) and arguments.
     digest: String,
     /// Every answer so far: the signed state's and this retry's.
@@ -943,6 +956,7 @@ struct Replay {
 /// arguments; on older revisions, requests to the client (so none of the
 /// replay is computed for them).
 fn client_services(
+    keys: Option<&Arc<crate::config::StateKeys>>,
     ctx: &RequestContext<RoleServer>,
     what: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
@@ -957,7 +971,7 @@ fn client_services(
         };
         return Ok((services::shared(peer_services), None));
     }
-    let replay = replay_answers(ctx, what, arguments, state, responses)?;
+    let replay = replay_answers(keys, ctx, what, arguments, state, responses)?;
     let services = ReplayServices::new(replay.answers.clone(), capabilities);
     Ok((services::shared(services), Some(replay)))
 }
@@ -966,6 +980,7 @@ fn client_services(
 /// with `arguments`: those in its signed `state` (checked against a digest
 /// of caller, `what` and arguments) plus its `responses`.
 fn replay_answers(
+    keys: Option<&Arc<crate::config::StateKeys>>,
     ctx: &RequestContext<RoleServer>,
     what: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
@@ -978,14 +993,18 @@ fn replay_answers(
         what,
         &serde_json::Value::Object(arguments.clone()),
     );
+    let keys = keys.cloned();
     let mut answers = match state {
-        Some(state) => {
-            verify_state(state, &digest).map_err(|reason| McpError::invalid_params(reason, None))?
-        }
+        Some(state) => verify_state(keys.as_deref(), state, &digest)
+            .map_err(|reason| McpError::invalid_params(reason, None))?,
         None => std::collections::BTreeMap::new(),
     };
     answers.extend(responses.unwrap_or_default());
-    Ok(Replay { digest, answers })
+    Ok(Replay {
+        keys,
+        digest,
+        answers,
+    })
 }
 
 /// What a client that declared `declared` can be asked.

@@ -241,12 +241,13 @@ pub(super) fn to_mcp_completion(completion: crate::call::Completion) -> Complete
 /// far.
 pub(super) fn input_required(
     pending: Vec<PendingInput>,
+    keys: Option<&crate::config::StateKeys>,
     digest: &str,
     answers: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Result<InputRequiredResult, McpError> {
     Ok(InputRequiredResult::new(
         Some(input_requests(pending)?),
-        Some(sign_state(digest, answers)),
+        Some(sign_state(keys, digest, answers)),
     ))
 }
 

@@ -163,7 +163,12 @@ impl Tasks {
                 None,
             ));
         }
-        let id = new_id();
+        // Behind a balancer, the id names this replica first, so `tasks/*`
+        // (whose `Mcp-Name` header is the id) can be routed back here.
+        let id = match &self.dispatcher.config().http.replica_name {
+            Some(replica) => format!("{replica}.{}", new_id()),
+            None => new_id(),
+        };
         let created_at = timestamp();
         let answer_bytes = answers.values().map(|v| v.to_string().len()).sum();
         let entry = Arc::new(Entry {
@@ -343,8 +348,9 @@ impl Tasks {
         }
     }
 
-    fn journal(&self, entry: &Entry, event: &str, message: Option<&str>) {
+    fn journal(&self, entry: &Entry, event: &'static str, message: Option<&str>) {
         tracing::debug!(task = %entry.id, tool = %entry.tool, event, "task");
+        self.dispatcher.metrics().task(event);
         self.dispatcher.record_task(&TaskEvent {
             task: &entry.id,
             tool: &entry.tool,

@@ -15,8 +15,14 @@
 //!   bound to the caller that opened it;
 //! - a cap on requests in progress: past it, `503` with `Retry-After`, never
 //!   an unbounded queue;
-//! - graceful shutdown: on SIGTERM/SIGINT stop accepting, let requests in
-//!   flight finish up to a deadline, then cancel what is left.
+//! - graceful shutdown: on SIGTERM/SIGINT `/readyz` turns 503 at once, the
+//!   server serves on for `http.drain_delay_ms` (so a load balancer stops
+//!   sending), then stops accepting, lets requests in flight finish up to a
+//!   deadline, and cancels what is left;
+//! - probes and metrics: `/healthz` (alive) and `/readyz` (serving, not
+//!   draining) open to anyone (they say nothing else), `/metrics` (the
+//!   Prometheus text format) under the same token as `/mcp` unless
+//!   `http.metrics` says `open` or `off`.
 //!
 //! Secure defaults: the `Host` allow-list is the loopback names plus the
 //! bound address; any request with an `Origin` header must match the
@@ -42,7 +48,7 @@ use tower_service::Service as _;
 use super::router::{Auth, Body, Document, Endpoint, Reply, Router, busy, plain};
 use crate::Host;
 use crate::auth::{Authenticator, Caller};
-use crate::config::HttpConfig;
+use crate::config::{HttpConfig, MetricsAccess};
 use crate::protocol::McpServer;
 
 /// The MCP endpoint's path.
@@ -166,9 +172,22 @@ pub async fn serve(
         initializing: Arc::default(),
         owners: Arc::default(),
         mcp,
+        metrics: Arc::clone(host.dispatcher.metrics()),
+        replica_name: http.replica_name.clone(),
     });
     let auth = Arc::new(Authenticator::new(http));
-    let mut router = Router::new(Arc::clone(&auth)).route(ENDPOINT, Auth::Required, endpoint);
+    // The tools are loaded (`Host::load` ran): ready until a drain starts.
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut router = Router::new(Arc::clone(&auth))
+        .route(ENDPOINT, Auth::Required, endpoint)
+        .route(HEALTH, Auth::Open, Arc::new(Probe(None)))
+        .route(READY, Auth::Open, Arc::new(Probe(Some(Arc::clone(&ready)))));
+    let metrics = Arc::new(MetricsEndpoint(Arc::clone(host.dispatcher.metrics())));
+    router = match http.metrics {
+        MetricsAccess::Token => router.route(METRICS, Auth::Required, metrics),
+        MetricsAccess::Open => router.route(METRICS, Auth::Open, metrics),
+        MetricsAccess::Off => router,
+    };
     if let Some(oauth) = auth.oauth() {
         oauth.start();
         let document = Arc::new(Document(bytes::Bytes::from(oauth.metadata().to_string())));
@@ -187,6 +206,8 @@ pub async fn serve(
         .header_read_timeout(Duration::from_millis(http.idle_timeout_ms));
     let connections = Arc::new(Semaphore::new(http.max_connections));
     tokio::pin!(shutdown);
+    // Set at SIGTERM/SIGINT: when the drain delay ends.
+    let mut stop_at: Option<tokio::time::Instant> = None;
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -198,9 +219,19 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            () = &mut shutdown, if stop_at.is_none() => {
+                ready.store(false, std::sync::atomic::Ordering::SeqCst);
+                tracing::info!(
+                    drain_delay_ms = http.drain_delay_ms,
+                    "draining: /readyz answers 503; serving on until the drain delay ends"
+                );
+                stop_at = Some(tokio::time::Instant::now() + Duration::from_millis(http.drain_delay_ms));
+                continue;
+            }
+            () = sleep_until(stop_at), if stop_at.is_some() => break,
         };
         let Ok(slot) = Arc::clone(&connections).try_acquire_owned() else {
+            host.dispatcher.metrics().rejected("connections");
             refuse_connection(&stream, http.max_connections);
             continue;
         };
@@ -234,6 +265,67 @@ pub async fn serve(
     Ok(())
 }
 
+/// Sleep until `at` (forever without one).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The liveness probe's path: 200 while the process serves.
+pub const HEALTH: &str = "/healthz";
+
+/// The readiness probe's path: 200 while the server takes requests, 503
+/// from SIGTERM/SIGINT on.
+pub const READY: &str = "/readyz";
+
+/// The metrics' path.
+pub const METRICS: &str = "/metrics";
+
+/// `/healthz` (`None`) or `/readyz` (ready while the flag is set). They
+/// reveal nothing but that, and cost nothing.
+struct Probe(Option<Arc<std::sync::atomic::AtomicBool>>);
+
+impl Endpoint for Probe {
+    fn handle(&self, request: Request<Incoming>) -> Reply<'_> {
+        let ready = self
+            .0
+            .as_ref()
+            .is_none_or(|ready| ready.load(std::sync::atomic::Ordering::SeqCst));
+        Box::pin(async move {
+            if request.method() != hyper::Method::GET && request.method() != hyper::Method::HEAD {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+            }
+            match (&self.0, ready) {
+                (None, _) => plain(StatusCode::OK, "ok"),
+                (Some(_), true) => plain(StatusCode::OK, "ready"),
+                (Some(_), false) => plain(StatusCode::SERVICE_UNAVAILABLE, "draining"),
+            }
+        })
+    }
+}
+
+/// `/metrics`: the Prometheus text format.
+struct MetricsEndpoint(Arc<crate::metrics::Metrics>);
+
+impl Endpoint for MetricsEndpoint {
+    fn handle(&self, request: Request<Incoming>) -> Reply<'_> {
+        Box::pin(async move {
+            if request.method() != hyper::Method::GET {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+            }
+            let mut response =
+                Response::new(Full::new(bytes::Bytes::from(self.0.encode())).boxed());
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+            );
+            response
+        })
+    }
+}
+
 /// Answer a connection past `http.max_connections` with a 503 and close
 /// it: one write that never waits (a client that does not read gets the
 /// close alone), so refusing costs nothing per connection.
@@ -262,6 +354,10 @@ struct McpEndpoint {
     /// callers: a session is only ever used by the caller that opened it.
     owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// Where admission rejections are counted.
+    metrics: Arc<crate::metrics::Metrics>,
+    /// What this replica's session ids start with, before a `.`.
+    replica_name: Option<String>,
 }
 
 impl Endpoint for McpEndpoint {
@@ -273,6 +369,7 @@ impl Endpoint for McpEndpoint {
 impl McpEndpoint {
     async fn admit(&self, request: Request<Incoming>) -> Response<Body> {
         let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+            self.metrics.rejected("requests_in_progress");
             return busy("too many requests in progress; retry shortly");
         };
         // The body, whole, within its size and time limits, before rmcp
@@ -302,6 +399,7 @@ impl McpEndpoint {
             Ok(Ok(collected)) => collected.to_bytes(),
         };
         let Some(_budget) = self.budget.try_reserve(body.len()) else {
+            self.metrics.rejected("request_budget");
             return busy("the server holds too many requests at once; retry shortly");
         };
         let _initializing = match self.session_slot(&parts, &body).await {
@@ -309,6 +407,21 @@ impl McpEndpoint {
             Err(response) => return response,
         };
         let owner = parts.extensions.get::<Caller>().map(Caller::key);
+        // Behind a balancer, this replica's sessions start `PREFIX.`: rmcp
+        // sees them without it (a session id with another replica's prefix
+        // is one rmcp does not have: 404, and the client starts a new one).
+        let mut parts = parts;
+        if let Some(prefix) = &self.replica_name
+            && let Some(unprefixed) = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|id| id.strip_prefix(prefix.as_str()))
+                .and_then(|id| id.strip_prefix('.'))
+                .and_then(|id| hyper::header::HeaderValue::from_str(id).ok())
+        {
+            parts.headers.insert("mcp-session-id", unprefixed);
+        }
         let session = parts
             .headers
             .get("mcp-session-id")
@@ -323,7 +436,7 @@ impl McpEndpoint {
         let request = Request::from_parts(parts, Full::new(body));
         let mut mcp = self.mcp.clone();
         // Infallible: rmcp answers every request with a response.
-        let response = match mcp.call(request).await {
+        let mut response = match mcp.call(request).await {
             Ok(response) => response,
             Err(never) => match never {},
         };
@@ -334,6 +447,15 @@ impl McpEndpoint {
                 .and_then(|v| v.to_str().ok())
         {
             self.record_owner(opened.to_owned(), owner).await;
+        }
+        if let Some(prefix) = &self.replica_name
+            && let Some(prefixed) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|id| hyper::header::HeaderValue::from_str(&format!("{prefix}.{id}")).ok())
+        {
+            response.headers_mut().insert("mcp-session-id", prefixed);
         }
         response
     }
@@ -408,6 +530,7 @@ impl McpEndpoint {
                 limit = self.max_sessions,
                 "too many sessions; refusing a new one"
             );
+            self.metrics.rejected("sessions");
             return Err(busy(
                 "too many sessions are open (`http.max_sessions`); retry later, or use protocol \
                  2026-07-28, which needs no session",

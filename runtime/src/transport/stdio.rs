@@ -46,6 +46,19 @@ pub const NAME: &str = "stdio";
 /// The session failed to start (other than by the client closing stdin
 /// first) or the transport failed.
 pub async fn serve(host: &Host) -> anyhow::Result<()> {
+    if host
+        .options
+        .config
+        .journal
+        .as_ref()
+        .is_some_and(|journal| journal.to == Some(crate::config::JournalStream::Stdout))
+    {
+        anyhow::bail!(
+            "the journal cannot go to stdout while serving over stdio, where stdout is the \
+             protocol: set `journal.to = \"stderr\"`, a `journal.path`, or serve with --http"
+        );
+    }
+    crate::journal::STDOUT_IS_PROTOCOL.store(true, std::sync::atomic::Ordering::Relaxed);
     let server = McpServer::new(
         Arc::clone(&host.dispatcher),
         Arc::clone(&host.notifier),

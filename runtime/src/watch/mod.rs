@@ -336,5 +336,9 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
     for problem in &summary.problems {
         host.notifier.warn(problem).await;
     }
+    host.dispatcher.metrics().reloaded(
+        !summary.problems.is_empty(),
+        host.registry.snapshot().tools.len(),
+    );
     summary
 }
