@@ -473,7 +473,11 @@ mod tests {
             .map(|i| format!("{i:0>64}"))
             .collect::<Vec<_>>()
             .join("\n");
-        assert!(StateKeys::parse(&nine).unwrap_err().contains("more than 8"));
+        assert!(
+            StateKeys::parse(&nine)
+                .expect_err("nine keys")
+                .contains("more than 8")
+        );
         assert_eq!(format!("{during:?}"), "StateKeys(2 keys)");
     }
 
