@@ -155,7 +155,10 @@ pub struct TaskEvent<'a> {
 /// waits for it (at most [`FLUSH_TIMEOUT`]).
 pub struct Journal {
     config: JournalConfig,
-    /// `None` only while dropping.
+    /// The writer itself, in `durable` mode: lines are written on the
+    /// recording thread, before the call's reply.
+    inline: Option<std::sync::Mutex<Writer>>,
+    /// `None` only while dropping (and in `durable` mode).
     tx: Option<SyncSender<Message>>,
     dropped: Arc<AtomicU64>,
     /// Signalled by the writer thread when it stops. In a mutex only
@@ -167,6 +170,18 @@ impl Journal {
     /// Start the writer for `config`. Never fails: a file that cannot be
     /// opened is reported (loudly) and retried on every line.
     pub fn open(config: JournalConfig) -> Journal {
+        if config.durable {
+            let mut writer = Writer::new(config.clone(), Arc::new(AtomicU64::new(0)));
+            writer.ensure_open();
+            let (_, stopped) = std::sync::mpsc::sync_channel(1);
+            return Journal {
+                config,
+                inline: Some(std::sync::Mutex::new(writer)),
+                tx: None,
+                dropped: Arc::new(AtomicU64::new(0)),
+                stopped: std::sync::Mutex::new(stopped),
+            };
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let (stopped_tx, stopped) = std::sync::mpsc::sync_channel(1);
         let dropped = Arc::new(AtomicU64::new(0));
@@ -185,6 +200,7 @@ impl Journal {
         }
         Journal {
             config,
+            inline: None,
             tx: Some(tx),
             dropped,
             stopped: std::sync::Mutex::new(stopped),
@@ -263,6 +279,14 @@ impl Journal {
     }
 
     fn send(&self, line: Vec<u8>) {
+        if let Some(writer) = &self.inline {
+            let mut writer = match writer.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            writer.write(&line, 1);
+            return;
+        }
         let sent = match &self.tx {
             Some(tx) => tx.try_send(Message::Line(line)).is_ok(),
             None => false,
@@ -356,6 +380,10 @@ impl Journal {
 
 impl Drop for Journal {
     fn drop(&mut self) {
+        if self.inline.is_some() {
+            // Every line was written as it was recorded.
+            return;
+        }
         // Disconnecting lets the writer drain what is queued and stop.
         drop(self.tx.take());
         let stopped = match self.stopped.lock() {
@@ -623,6 +651,7 @@ mod tests {
     fn config(path: PathBuf, max_bytes: u64, keep: u32) -> JournalConfig {
         JournalConfig {
             to: None,
+            durable: false,
             path,
             max_bytes,
             keep,
@@ -692,6 +721,28 @@ mod tests {
         );
         assert_eq!(value["duration_ms"], 1.5);
         assert!(value.get("network").is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_durable_journal_has_the_line_when_record_returns() {
+        let dir = std::env::temp_dir().join(format!("toolcage-durable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("j.jsonl");
+        let journal = Journal::open(JournalConfig {
+            durable: true,
+            ..config(path.clone(), 1 << 20, 2)
+        });
+        let arguments = json!({});
+        let client = ClientId::default();
+        let net = NetRecord::default();
+        for n in 1..=3 {
+            journal.record(&entry(&arguments, &client, &net, &[]));
+            // No flush, no drop: the line is in the file already.
+            let text = std::fs::read_to_string(&path).expect("read");
+            assert_eq!(text.lines().count(), n, "{text}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

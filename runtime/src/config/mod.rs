@@ -255,6 +255,11 @@ pub struct JournalConfig {
     /// A standard stream to write the lines to instead of a file (`to =
     /// "stdout"` or `"stderr"`), for a platform's log collector.
     pub to: Option<JournalStream>,
+    /// Write each line before the call's reply goes out (`durable =
+    /// true`), on the call's own thread, instead of through the writer
+    /// thread's queue: a process killed at any moment has journaled every
+    /// call it answered.
+    pub durable: bool,
     /// Rotate when the file would grow past this many bytes.
     pub max_bytes: u64,
     /// Rotated files kept.

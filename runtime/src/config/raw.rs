@@ -328,6 +328,7 @@ impl RawTasks {
 struct RawJournal {
     path: Option<PathBuf>,
     to: Option<String>,
+    durable: Option<bool>,
     max_mib: Option<u64>,
     keep: Option<u32>,
     arguments: Option<String>,
@@ -402,6 +403,7 @@ impl RawJournal {
         Ok(JournalConfig {
             path,
             to,
+            durable: self.durable.unwrap_or(false),
             max_bytes: max_mib * 1024 * 1024,
             keep,
             arguments,
