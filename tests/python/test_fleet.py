@@ -385,3 +385,44 @@ def test_a_bad_state_key_file_is_a_config_error_that_never_shows_a_key(setup, tm
     assert listed.returncode != 0
     assert "server.state_key_file" in listed.stderr and words in listed.stderr, listed.stderr
     assert "cd" * 31 not in listed.stderr and "abab" not in listed.stderr
+
+
+def test_the_kubernetes_manifests_carry_a_config_toolcage_accepts(tmp_path):
+    """docs/deploy/kubernetes.yaml cannot run here (no cluster); what can be
+    checked is: it parses, the config in its ConfigMap is one toolcage
+    accepts (with the Secret's files where it mounts them), and the probes,
+    port and arguments agree with what the binary serves."""
+    import yaml
+
+    from fleet import DEPLOY_CONF
+
+    manifests = list(yaml.safe_load_all((DEPLOY_CONF.parent / "kubernetes.yaml").read_text()))
+    kinds = {m["kind"]: m for m in manifests}
+    assert set(kinds) == {"ConfigMap", "Deployment", "Service"}
+    config = kinds["ConfigMap"]["data"]["config.toml"]
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("t" * 32 + "\n")
+    (secrets / "state-keys").write_text("ab" * 32 + "\n")
+    (tmp_path / "tools").mkdir()
+    config = config.replace("/run/secrets/toolcage", str(secrets)).replace('"/tools"', f'"{tmp_path / "tools"}"')
+    config = config.replace('"/cache"', f'"{tmp_path / "cache"}"')
+    (tmp_path / "config.toml").write_text(config)
+    listed = subprocess.run(
+        [str(BIN), "list", "--config", str(tmp_path / "config.toml")],
+        env={**os.environ, "POD_NAME": "toolcage-7d9f4-x2kpt"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    pod = kinds["Deployment"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["args"][:3] == ["serve", "--http", "0.0.0.0:8080"]
+    assert container["ports"][0]["containerPort"] == 8080
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/etc/toolcage", "/run/secrets/toolcage", "/cache"} <= mounts
