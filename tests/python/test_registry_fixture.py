@@ -395,6 +395,10 @@ def test_the_registry_refuses_a_blob_whose_digest_lies(start_registry):
 
 def test_component_names_of_a_real_guest():
     imports, exports = component_names((GUESTS / GUEST_FILES["sdk-c"]).read_bytes())
+    assert "toolcage:tool/types@0.2.0" in imports
+    assert exports == ["toolcage:tool/tool@0.2.0"]
+    # A component built against the contract's previous version.
+    imports, exports = component_names((GUESTS / GUEST_FILES["liar"]).read_bytes())
     assert "toolcage:tool/types@0.1.0" in imports
     assert exports == ["toolcage:tool/tool@0.1.0"]
 

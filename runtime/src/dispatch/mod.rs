@@ -667,9 +667,15 @@ struct Stop {
 impl Stop {
     /// Ended by `outcome`, answered with an error result of `message`.
     fn error(outcome: Outcome<'static>, message: String) -> Box<Self> {
+        let mut output = CallOutput::error(message);
+        // Cancelled before it ran (waiting for a permit, at shutdown): a
+        // task reports it as cancelled, not as the tool's error.
+        if matches!(outcome, Outcome::Cancelled(_)) {
+            output.failure = Some(CallFailure::Cancelled);
+        }
         Box::new(Stop {
             outcome,
-            reply: Ok(CallOutput::error(message)),
+            reply: Ok(output),
         })
     }
 }

@@ -245,6 +245,14 @@ impl Tasks {
             state.pending.clear();
             state.finished = Some(Instant::now());
             state.updated_at = timestamp();
+            // Its time to live ran out while it ran: however its call then
+            // ended (cancelled, or a limit or result that raced the
+            // timer), the task expired.
+            let ending = if entry.expired.load(std::sync::atomic::Ordering::Relaxed) {
+                Ending::Cancelled
+            } else {
+                ending
+            };
             match ending {
                 Ending::Completed(result) => {
                     let object = match serde_json::to_value(&result) {
