@@ -3,6 +3,8 @@
 //!
 //! # Layout
 //!
+//! - [`agent`]: for agents that do not speak MCP: the tools as function
+//!   declarations (OpenAI, Anthropic, Gemini).
 //! - [`config`]: the operator's TOML file, parsed then validated into
 //!   [`config::Config`] (limits and grants per tool, folders).
 //! - [`grants`]: what a tool may reach, one capability per file (files,
@@ -47,6 +49,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod auth;
 pub mod call;
 pub mod catalog;

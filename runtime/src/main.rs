@@ -46,6 +46,38 @@ struct Cli {
     log_format: LogFormat,
 }
 
+/// What `toolcage list` prints (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ListFormat {
+    Text,
+    Json,
+    Openai,
+    Anthropic,
+    Gemini,
+}
+
+/// Print the served tools as `api` function declarations on stdout (a JSON
+/// array; Gemini's wrapped in `{"functionDeclarations": ...}`), and on
+/// stderr the names a declaration had to change.
+fn print_declarations(host: &Host, api: toolcage::agent::formats::Format) -> anyhow::Result<()> {
+    use toolcage::agent::formats::{Format, declare};
+    let catalog = host.registry.snapshot();
+    let declarations = declare(catalog.tools.values().map(|t| &t.spec.descriptor), api);
+    for (function, tool) in &declarations.names {
+        if function != tool {
+            eprintln!("toolcage: tool `{tool}` is declared as `{function}` (the API's name rules)");
+        }
+    }
+    let out = match api {
+        Format::Gemini => json!({ "functionDeclarations": declarations.functions }),
+        Format::OpenAi | Format::Anthropic => Value::Array(declarations.functions),
+    };
+    let text = serde_json::to_string_pretty(&out)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}")?;
+    Ok(())
+}
+
 /// The log's format (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum LogFormat {
@@ -71,9 +103,14 @@ enum Command {
     List {
         #[command(flatten)]
         common: Common,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (the same as `--format json`).
         #[arg(long)]
         json: bool,
+        /// What to print: `text`, `json` (every file and tool, with why),
+        /// or the served tools as function declarations for a model API:
+        /// `openai`, `anthropic` or `gemini`.
+        #[arg(long, value_enum, default_value = "text")]
+        format: ListFormat,
     },
     /// Call one tool once and print the result (MCP `CallToolResult` JSON) on
     /// stdout. Exits 1 when the result is an error.
@@ -436,7 +473,11 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::List { common, json } => {
+        Command::List {
+            common,
+            json,
+            format,
+        } => {
             let options = options(&common)?;
             if !options.tools_dir.is_dir() {
                 bail!(
@@ -445,9 +486,19 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 );
             }
             let host = Host::load(options).await?;
+            let api = match format {
+                ListFormat::Openai => Some(toolcage::agent::formats::Format::OpenAi),
+                ListFormat::Anthropic => Some(toolcage::agent::formats::Format::Anthropic),
+                ListFormat::Gemini => Some(toolcage::agent::formats::Format::Gemini),
+                ListFormat::Text | ListFormat::Json => None,
+            };
+            if let Some(api) = api {
+                print_declarations(&host, api)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             // Every file is shown either way; a file that failed makes the
             // exit status 1, so a script or CI notices.
-            Ok(if list(&host, json)? {
+            Ok(if list(&host, json || format == ListFormat::Json)? {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)

@@ -342,6 +342,29 @@ pub struct HttpConfig {
     /// ids it hands out start with `NAME.`, so a load balancer can route a
     /// 2025-era session, or a task, back to the replica that holds it.
     pub replica_name: Option<String>,
+    /// The plain REST face (`[http.rest]`).
+    pub rest: RestConfig,
+}
+
+/// The plain REST face beside `/mcp` (`[http.rest]`): `GET /capabilities`
+/// and `POST /tool`, for programs that do not speak MCP.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestConfig {
+    /// Served at all (off by default).
+    pub enabled: bool,
+    /// Tools this face may run although they need the user's confirmation
+    /// (no user is there to ask): the operator's explicit opt-in, by name,
+    /// `"*"` for every tool.
+    pub unconfirmed: Vec<String>,
+}
+
+impl RestConfig {
+    /// Whether tool `name` may run here unconfirmed.
+    pub fn may_skip_confirmation(&self, name: &str) -> bool {
+        self.unconfirmed
+            .iter()
+            .any(|allowed| allowed == "*" || allowed == name)
+    }
 }
 
 /// Who may read `/metrics` (`http.metrics`).
@@ -375,6 +398,7 @@ impl Default for HttpConfig {
             drain_delay_ms: 0,
             metrics: MetricsAccess::Token,
             replica_name: None,
+            rest: RestConfig::default(),
         }
     }
 }

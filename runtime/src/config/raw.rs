@@ -475,6 +475,16 @@ struct RawHttp {
     replica_name: Option<String>,
     replica_name_env: Option<String>,
     oauth: Option<super::auth::RawOAuth>,
+    #[serde(default)]
+    rest: RawRest,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRest {
+    enabled: Option<bool>,
+    #[serde(default)]
+    unconfirmed: Vec<String>,
 }
 
 impl RawHttp {
@@ -597,6 +607,19 @@ impl RawHttp {
             }
             (None, None) => None,
         };
+        http.rest = RestConfig {
+            enabled: self.rest.enabled.unwrap_or(false),
+            unconfirmed: self.rest.unconfirmed.clone(),
+        };
+        if let Some((i, name)) = http.rest.unconfirmed.iter().enumerate().find(|(_, name)| {
+            name.as_str() != "*" && crate::catalog::check_tool_name(name).is_err()
+        }) {
+            return Err(FieldError::new(
+                format!("rest.unconfirmed[{i}]"),
+                format!("{name:?}"),
+                "must be a tool name, or \"*\" for every tool".into(),
+            ));
+        }
         if let Some(oauth) = &self.oauth {
             if http.token.is_some() {
                 return Err(FieldError::new(

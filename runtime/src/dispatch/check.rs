@@ -128,5 +128,6 @@ pub(super) async fn check_output(
         is_error: result.is_error,
         input_required: None,
         failure: None,
+        refused: None,
     }
 }

@@ -224,6 +224,9 @@ pub struct CallOutput {
     /// limit, cancellation); the content says it in words. A task reports
     /// these as failed (or cancelled), not as the tool's own error.
     pub failure: Option<CallFailure>,
+    /// Set when the call was refused before its tool ran: why, as the
+    /// metrics name it (`arguments`, `confirmation`, ...).
+    pub refused: Option<&'static str>,
 }
 
 impl CallOutput {
@@ -235,6 +238,7 @@ impl CallOutput {
             is_error: true,
             input_required: None,
             failure: None,
+            refused: None,
         }
     }
 
@@ -246,6 +250,7 @@ impl CallOutput {
             is_error: false,
             input_required: Some(pending),
             failure: None,
+            refused: None,
         }
     }
 }
@@ -317,6 +322,16 @@ impl Dispatcher {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Whether a call of tool `name` would ask the user to confirm it
+    /// first (the operator's `confirm`, else the tool's annotations);
+    /// `None` for a tool nobody serves.
+    pub fn would_confirm(&self, name: &str) -> Option<bool> {
+        let catalog = self.registry.snapshot();
+        let tool = catalog.tools.get(name)?;
+        let config = self.config();
+        Some(confirm::needs_confirmation(config.policy_for(name), tool))
     }
 
     /// Journal a moment of an MCP task's life (its creation, its end), if
@@ -672,6 +687,9 @@ impl Stop {
         // task reports it as cancelled, not as the tool's error.
         if matches!(outcome, Outcome::Cancelled(_)) {
             output.failure = Some(CallFailure::Cancelled);
+        }
+        if let Outcome::Refused(reason, _) = &outcome {
+            output.refused = Some(reason.label());
         }
         Box::new(Stop {
             outcome,

@@ -292,6 +292,7 @@ mod tests {
             is_error,
             input_required: None,
             failure: None,
+            refused: None,
         }
     }
 

@@ -139,7 +139,7 @@ pub async fn serve(
     let calls_cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(allowed_origins)
+        .with_allowed_origins(allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(http.max_body_bytes)
         .with_json_response(true)
@@ -162,8 +162,10 @@ pub async fn serve(
             config,
         )
     };
+    // Requests in progress, `/mcp` and the REST face together.
+    let permits = Arc::new(Semaphore::new(http.max_concurrent_requests));
     let endpoint = Arc::new(McpEndpoint {
-        permits: Arc::new(Semaphore::new(http.max_concurrent_requests)),
+        permits: Arc::clone(&permits),
         budget: Arc::clone(&host.request_budget),
         max_body_bytes: http.max_body_bytes,
         body_timeout: Duration::from_millis(http.body_timeout_ms),
@@ -182,6 +184,24 @@ pub async fn serve(
         .route(ENDPOINT, Auth::Required, endpoint)
         .route(HEALTH, Auth::Open, Arc::new(Probe(None)))
         .route(READY, Auth::Open, Arc::new(Probe(Some(Arc::clone(&ready)))));
+    if http.rest.enabled {
+        let rest = Arc::new(super::rest::RestEndpoint {
+            dispatcher: Arc::clone(&host.dispatcher),
+            permits: Arc::clone(&permits),
+            budget: Arc::clone(&host.request_budget),
+            max_body_bytes: http.max_body_bytes,
+            body_timeout: Duration::from_millis(http.body_timeout_ms),
+            allowed_origins: allowed_origins.clone(),
+            cancel: calls_cancel.clone(),
+        });
+        router = router
+            .route(
+                super::rest::CAPABILITIES,
+                Auth::Required,
+                Arc::clone(&rest) as Arc<dyn Endpoint>,
+            )
+            .route(super::rest::TOOL, Auth::Required, rest);
+    }
     let metrics = Arc::new(MetricsEndpoint(Arc::clone(host.dispatcher.metrics())));
     router = match http.metrics {
         MetricsAccess::Token => router.route(METRICS, Auth::Required, metrics),

@@ -15,6 +15,7 @@
 //! stops reading stalls only itself.
 
 pub mod http;
+pub mod rest;
 pub mod router;
 pub mod stdio;
 

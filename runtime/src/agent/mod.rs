@@ -1,0 +1,5 @@
+//! Beyond MCP clients: the tools for agents that are a loop around a model
+//! API. `formats`: the tools as function declarations in the formats the
+//! model APIs take (`toolcage list --format`).
+
+pub mod formats;
