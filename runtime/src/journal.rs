@@ -278,6 +278,29 @@ impl Journal {
         self.send(bytes);
     }
 
+    /// Record the end of an agent run (`toolcage agent`): `fields` (the
+    /// run's id, model, steps, tokens, how it ended) with `"event":
+    /// "agent"`. Never blocks. Its calls have their own lines.
+    pub fn record_agent_run(&self, fields: Map<String, Value>) {
+        let unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut line = Map::new();
+        line.insert("time".into(), json!(rfc3339_ms(unix_ms)));
+        line.insert("unix_ms".into(), json!(unix_ms));
+        line.insert("event".into(), json!("agent"));
+        for (key, value) in fields {
+            let value = match value {
+                Value::String(text) => json!(crate::redact::truncate(&text, MAX_MESSAGE_BYTES)),
+                other => other,
+            };
+            line.insert(key, value);
+        }
+        let mut bytes = Value::Object(line).to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send(bytes);
+    }
+
     fn send(&self, line: Vec<u8>) {
         if let Some(writer) = &self.inline {
             let mut writer = match writer.lock() {

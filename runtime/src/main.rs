@@ -1,5 +1,5 @@
-//! The `toolcage` command: `serve`, `list`, `call`, `add`, `update`,
-//! `remove`, `publish`, `pin`, `journal`, `new` and `embed-docs`. One file
+//! The `toolcage` command: `serve`, `list`, `call`, `agent`, `add`,
+//! `update`, `remove`, `publish`, `pin`, `journal`, `new` and `embed-docs`. One file
 //! (about 1,000 lines): each command is one arm of `run` and the helpers
 //! it alone uses; the work itself is the library's (installing is
 //! `toolcage::source::commands`).
@@ -211,6 +211,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run an agent: ask a model behind an OpenAI-compatible Chat
+    /// Completions API (OpenAI, vLLM, llama.cpp's server, Ollama, Groq, ...)
+    /// PROMPT, with the tools of the tools folder as its function tools,
+    /// each call run in the sandbox like any other. The answer streams to
+    /// stdout, the tool calls to stderr. Without PROMPT: a conversation, a
+    /// line a turn, on a terminal; else stdin is the prompt.
+    Agent {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        agent: AgentArgs,
+        /// What to ask.
+        prompt: Option<String>,
+    },
     /// For tool authors: write a new tool project (source, SDK, build
     /// script, README) into `./NAME` or `--dir`.
     New {
@@ -264,6 +278,50 @@ struct Common {
     /// deadline and memory cap); for measuring what metering costs.
     #[arg(long)]
     no_fuel: bool,
+}
+
+/// `toolcage agent`'s model and limits.
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// The model's name, as the API knows it.
+    #[arg(long, env = "TOOLCAGE_AGENT_MODEL")]
+    model: String,
+    /// The API's base URL (`https`, or `http` to this machine), up to
+    /// `/chat/completions`.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "TOOLCAGE_AGENT_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    base_url: String,
+    /// The environment variable holding the API key (never a flag: argv is
+    /// visible to every user of the machine); unset: no key is sent.
+    #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
+    api_key_env: String,
+    /// A file holding the API key, instead of the environment variable.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_key_env")]
+    api_key_file: Option<PathBuf>,
+    /// A system prompt.
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// A file holding the system prompt.
+    #[arg(long, value_name = "FILE", conflicts_with = "system")]
+    system_file: Option<PathBuf>,
+    /// Model turns at most, per prompt.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_steps: u32,
+    /// Seconds of wall clock at most, per prompt.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    max_seconds: u64,
+    /// Tokens at most, per prompt, as the API's `usage` counts them
+    /// [default: no budget].
+    #[arg(long)]
+    max_tokens: Option<u64>,
+    /// Confirm destructive calls up front; without it, each is asked on the
+    /// terminal, and refused when there is none.
+    #[arg(long)]
+    yes: bool,
 }
 
 /// Which signatures to trust when installing.
@@ -504,6 +562,11 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 ExitCode::from(1)
             })
         }
+        Command::Agent {
+            common,
+            agent: args,
+            prompt,
+        } => agent(&common, &args, prompt).await,
         Command::New { name, lang, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             let files = toolcage::scaffold::create(&dir, &name, lang)?;
@@ -695,7 +758,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
                 GuestEvent::BeginTask => {}
             });
             let cancel = CancellationToken::new();
-            let services: Arc<dyn ClientServices> = Arc::new(Terminal { yes });
+            let services: Arc<dyn ClientServices> = Arc::new(Terminal::new(yes));
             let context = CallContext {
                 events: Some(events),
                 cancel: &cancel,
@@ -1023,10 +1086,144 @@ fn capability_summary(imports: &[String]) -> String {
     }
 }
 
-/// `toolcage call`'s client services: the terminal can confirm a call
-/// (or `--yes` does), but cannot answer a tool's own questions.
+/// The most a prompt read from stdin may be, in bytes.
+const MAX_PROMPT_BYTES: u64 = 1024 * 1024;
+
+/// `toolcage agent`: one prompt (an argument, or stdin when it is not a
+/// terminal), or a conversation on the terminal. Exits 0 when the model
+/// answered, 1 when a limit or the model ended the run.
+async fn agent(
+    common: &Common,
+    args: &AgentArgs,
+    prompt: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    use std::io::{IsTerminal as _, Read as _};
+    use toolcage::agent::run::{Agent, Settings};
+    let api_key = match &args.api_key_file {
+        Some(path) => {
+            let path = expand_tilde(path);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read the API key file `{}`", path.display()))?;
+            let key = text.trim().to_owned();
+            if key.is_empty() {
+                bail!("the API key file `{}` is empty", path.display());
+            }
+            Some(key)
+        }
+        None => std::env::var(&args.api_key_env)
+            .ok()
+            .map(|key| key.trim().to_owned())
+            .filter(|key| !key.is_empty()),
+    };
+    if api_key
+        .as_deref()
+        .is_some_and(|key| key.chars().any(|c| c.is_control()))
+    {
+        bail!("the API key holds a control character");
+    }
+    toolcage::outbound::check_url(&args.base_url)
+        .map_err(|why| anyhow::anyhow!("--base-url `{}` {why}", args.base_url))?;
+    let system =
+        match &args.system_file {
+            Some(path) => {
+                let path = expand_tilde(path);
+                Some(std::fs::read_to_string(&path).with_context(|| {
+                    format!("cannot read the system prompt `{}`", path.display())
+                })?)
+            }
+            None => args.system.clone(),
+        };
+    let interactive = prompt.is_none() && std::io::stdin().is_terminal();
+    let prompt = match prompt {
+        Some(prompt) => Some(prompt),
+        None if interactive => None,
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .take(MAX_PROMPT_BYTES + 1)
+                .read_to_string(&mut text)
+                .context("cannot read the prompt from stdin")?;
+            if text.len() as u64 > MAX_PROMPT_BYTES {
+                bail!("the prompt on stdin is over {MAX_PROMPT_BYTES} bytes");
+            }
+            if text.trim().is_empty() {
+                bail!("no prompt: pass one, or pipe it to stdin");
+            }
+            Some(text)
+        }
+    };
+    let host = Host::load(options(common)?).await?;
+    let max_duration = std::time::Duration::from_secs(args.max_seconds);
+    let settings = Settings {
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        api_key,
+        system,
+        max_steps: args.max_steps,
+        max_duration,
+        max_tokens: args.max_tokens,
+        request_timeout: std::time::Duration::from_secs(120),
+    };
+    let services: Arc<dyn ClientServices> = Arc::new(Terminal::new(args.yes));
+    let mut agent = Agent::new(Arc::clone(&host.dispatcher), settings, services);
+    let mut answered = true;
+    match prompt {
+        Some(prompt) => answered = agent_turn(&mut agent, &prompt).await,
+        None => loop {
+            let line = tokio::task::spawn_blocking(|| {
+                eprint!("> ");
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map(|read| (read, line))
+            })
+            .await??;
+            match line {
+                (0, _) => break,
+                (_, line) if matches!(line.trim(), "exit" | "quit") => break,
+                (_, line) if line.trim().is_empty() => {}
+                (_, line) => answered = agent_turn(&mut agent, line.trim()).await,
+            }
+        },
+    }
+    // Every call's journal line, and the run's, are written before exiting.
+    host.dispatcher.shutdown().await;
+    Ok(if answered {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// One prompt of `toolcage agent`: whether the model answered.
+async fn agent_turn(agent: &mut toolcage::agent::run::Agent, prompt: &str) -> bool {
+    let report = agent
+        .ask(prompt, &mut std::io::stdout(), &mut std::io::stderr())
+        .await;
+    println!();
+    if let Some(message) = report.ending.message() {
+        eprintln!("toolcage: {message}");
+    }
+    report.ending == toolcage::agent::run::Ending::Answered
+}
+
+/// `toolcage call`'s and `toolcage agent`'s client services: the terminal
+/// can confirm a call (or `--yes` does), but cannot answer a tool's own
+/// questions.
 struct Terminal {
     yes: bool,
+    /// One question on the terminal at a time (an agent's calls run
+    /// together).
+    asking: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Terminal {
+    fn new(yes: bool) -> Terminal {
+        Terminal {
+            yes,
+            asking: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
 }
 
 impl ClientServices for Terminal {
@@ -1053,6 +1250,7 @@ impl ClientServices for Terminal {
         _schema: Value,
     ) -> ServiceFuture<ElicitAnswer> {
         let yes = self.yes;
+        let asking = Arc::clone(&self.asking);
         Box::pin(async move {
             use std::io::IsTerminal as _;
             if yes {
@@ -1063,6 +1261,13 @@ impl ClientServices for Terminal {
                     "there is no terminal to ask on; pass --yes to confirm it".into(),
                 ));
             }
+            let _turn = asking.lock().await;
+            // What the tool's arguments put in the message cannot move the
+            // cursor or rewrite the question.
+            let message: String = message
+                .chars()
+                .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+                .collect();
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{message}\nRun it? [y/N] ");
                 let mut line = String::new();
@@ -1130,6 +1335,38 @@ fn journal(
                 continue;
             }
             let text = |key: &str| entry[key].as_str().unwrap_or("").to_owned();
+            let message = entry["message"]
+                .as_str()
+                .map(|m| format!("  — {m}"))
+                .unwrap_or_default();
+            match entry["event"].as_str() {
+                Some("agent") => {
+                    writeln!(
+                        stdout,
+                        "{}  agent run {}  model {}  {} turns, {} calls, {} tokens  {}{message}",
+                        text("time"),
+                        text("run"),
+                        text("model"),
+                        entry["steps"],
+                        entry["calls"],
+                        entry["tokens"],
+                        text("ending"),
+                    )?;
+                    continue;
+                }
+                Some(_) => {
+                    writeln!(
+                        stdout,
+                        "{}  {:<20} task {} {}{message}",
+                        text("time"),
+                        text("tool"),
+                        text("task"),
+                        text("status"),
+                    )?;
+                    continue;
+                }
+                None => {}
+            }
             let client = &entry["client"];
             let who = [
                 client["transport"].as_str(),
@@ -1149,8 +1386,9 @@ fn journal(
                         .map(|d| format!("sha256:{}", d.as_str().unwrap_or("")))
                 })
                 .unwrap_or_default();
+            let cut = arguments.chars().nth(80).is_some();
             let mut arguments: String = arguments.chars().take(80).collect();
-            if arguments.chars().count() == 80 {
+            if cut {
                 arguments.push('…');
             }
             writeln!(
@@ -1162,10 +1400,7 @@ fn journal(
                 entry["duration_ms"].as_f64().unwrap_or(0.0),
                 entry["fuel"].as_u64().unwrap_or(0),
                 entry["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / 1048576.0,
-                entry["message"]
-                    .as_str()
-                    .map(|m| format!("  — {m}"))
-                    .unwrap_or_default(),
+                message,
             )?;
         }
     }

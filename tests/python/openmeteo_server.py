@@ -72,6 +72,7 @@ CITIES = [
     City("Paris", "FR", "France", "Île-de-France", 48.85341, 2.3488, "Europe/Paris", 2138551, 2988507),
     City("Paris", "US", "United States", "Texas", 33.66094, -95.55551, "America/Chicago", 24782, 4717560),
     City("São Paulo", "BR", "Brazil", "São Paulo", -23.5475, -46.63611, "America/Sao_Paulo", 10021295, 3448439),
+    City("Malé", "MV", "Maldives", "Malé", 4.17521, 73.50916, "Indian/Maldives", 103693, 1282027),
 ]
 
 FORECAST_VARIABLES = {

@@ -342,6 +342,13 @@ impl Dispatcher {
         }
     }
 
+    /// Journal the end of an agent run, if there is a journal. Never blocks.
+    pub fn record_agent_run(&self, fields: serde_json::Map<String, serde_json::Value>) {
+        if let Some(journal) = self.current().journal {
+            journal.record_agent_run(fields);
+        }
+    }
+
     /// The configuration calls start with now.
     pub fn config(&self) -> Arc<Config> {
         self.current().config
