@@ -243,7 +243,7 @@ impl Host {
             options,
             sandbox,
             registry,
-            tasks: Arc::new(protocol::Tasks::new(Arc::clone(&dispatcher))),
+            tasks: protocol::Tasks::new(Arc::clone(&dispatcher)).map_err(anyhow::Error::msg)?,
             dispatcher,
             resource_refresh: tokio::sync::Notify::new(),
             notifier: Arc::new(protocol::Notifier::default()),

@@ -8,7 +8,11 @@ retries a request on the next replica only when the first could not be
 connected to (it never resends a request that reached a replica), and a
 session whose replica is gone gets 404, so its client starts a new one.
 
-Environment: TOOLCAGE_NGINX_BIN (tests/run installs Debian's nginx)."""
+With `Redis`, the replicas share their tasks through a real Redis server
+(`[tasks] store_url`), on a free loopback port, with no persistence.
+
+Environment: TOOLCAGE_NGINX_BIN and TOOLCAGE_REDIS_BIN (tests/run installs
+Debian's nginx and redis-server)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from conftest import BIN, GUESTS, GUEST_FILES
 
 NGINX = os.environ.get("TOOLCAGE_NGINX_BIN") or shutil.which("nginx") or "/usr/sbin/nginx"
+REDIS = os.environ.get("TOOLCAGE_REDIS_BIN") or shutil.which("redis-server") or "/usr/bin/redis-server"
 DEPLOY_CONF = Path(__file__).resolve().parents[2] / "docs" / "deploy" / "nginx-toolcage.conf"
 
 
@@ -44,6 +49,36 @@ def wait_for_port(port: int, timeout: float = 60, proc: subprocess.Popen | None 
                 return
         time.sleep(0.05)
     raise RuntimeError(f"port {port} did not open: {why()}")
+
+
+class Redis:
+    """A redis-server on a free loopback port, nothing saved to disk;
+    `stop()` and `start()` again on the same port."""
+
+    def __init__(self, root: Path):
+        self.dir = root / "redis"
+        self.dir.mkdir()
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        log = open(self.dir / "redis.log", "a")
+        self.proc = subprocess.Popen(
+            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir), "--daemonize", "no"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        wait_for_port(self.port, proc=self.proc, why=lambda: (self.dir / "redis.log").read_text())
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
 
 
 class Replica:
@@ -134,11 +169,13 @@ class Fleet:
         shared_key: bool = True,
         drain_delay_ms: int = 0,
         extra_config: str = "",
+        route_tasks: bool = True,
     ):
         self.root = root
         self.cache_dir = cache_dir
         self.drain_delay_ms = drain_delay_ms
         self.extra_config = extra_config
+        self.route_tasks = route_tasks
         self.tools = root / "tools"
         self.tools.mkdir()
         for guest in guests:
@@ -175,6 +212,10 @@ class Fleet:
         site = DEPLOY_CONF.read_text()
         assert len(self.replicas) == 3, "the documented configuration names three replicas"
         site = site.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{self.port};")
+        if not self.route_tasks:
+            # A balancer that round-robins tasks too (a Kubernetes Service):
+            # only a shared task store makes that work.
+            site = re.sub(r'^ *"~\^tasks/.*\n', "", site, flags=re.M)
         for i, replica in enumerate(self.replicas):
             site = site.replace(f"127.0.0.1:{8081 + i}", f"127.0.0.1:{replica.port}")
         (self.nginx_dir / "toolcage.conf").write_text(site)
@@ -187,7 +228,8 @@ pid {self.nginx_dir}/nginx.pid;
 error_log {self.nginx_dir}/error.log warn;
 events {{ worker_connections 4096; }}
 http {{
-    access_log off;
+    log_format upstream '$http_mcp_method $upstream_addr $status';
+    access_log {self.nginx_dir}/access.log upstream;
     client_body_temp_path {self.nginx_dir}/body;
     proxy_temp_path {self.nginx_dir}/proxy;
     fastcgi_temp_path {self.nginx_dir}/fastcgi;
@@ -196,6 +238,12 @@ http {{
     include {self.nginx_dir}/toolcage.conf;
 }}
 """
+
+    def upstreams(self, method: str) -> list[str]:
+        """The replica ports nginx sent each `method` request to."""
+        log = self.nginx_dir / "access.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [line.split()[1] for line in lines if line.split()[0] == method]
 
     def replica_of(self, session_or_task: str) -> Replica:
         name = session_or_task.split(".", 1)[0]

@@ -105,6 +105,83 @@ pub struct Config {
     /// 2026-07-28 clients (`server.state_key_file`), shared by every
     /// replica of a fleet; `None`: a random key per process.
     pub state_keys: Option<std::sync::Arc<StateKeys>>,
+    /// Where a fleet's replicas share their tasks (`[tasks] store_url`);
+    /// `None`: each task lives only in the process that runs it. Read at
+    /// start-up.
+    pub task_store: Option<TaskStore>,
+}
+
+/// The shared task store (`[tasks] store_url`, `store_password_file`,
+/// `store_prefix`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct TaskStore {
+    /// `redis://HOST[:PORT][/DB]`, without a password.
+    pub url: String,
+    /// The password, from `store_password_file`.
+    pub password: Option<String>,
+    /// What every key starts with, so fleets can share a server.
+    pub prefix: String,
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore")
+            .field("url", &self.url)
+            .field("password", &self.password.as_ref().map(|_| "[secret]"))
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+impl TaskStore {
+    /// `store_url` checked: `redis://`, a host, no password in it.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong with it.
+    pub fn check_url(url: &str) -> Result<(), String> {
+        let Some(rest) = url.strip_prefix("redis://") else {
+            return Err(if url.starts_with("rediss://") {
+                "TLS (`rediss://`) is not supported; reach the store over a private network or a local TLS proxy".into()
+            } else {
+                "must be a `redis://HOST[:PORT][/DB]` URL".into()
+            });
+        };
+        let authority = rest.split('/').next().unwrap_or("");
+        if authority.contains('@') {
+            return Err(
+                "must not hold a user or password; put the password in `tasks.store_password_file`"
+                    .into(),
+            );
+        }
+        if authority.is_empty() {
+            return Err("must name a host".into());
+        }
+        redis::IntoConnectionInfo::into_connection_info(url).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The URL as messages show it (it holds no secret).
+    pub fn shown_url(&self) -> &str {
+        &self.url
+    }
+
+    /// How to connect.
+    ///
+    /// # Errors
+    ///
+    /// The URL does not parse (it was checked when the config was read).
+    pub fn connection_info(&self) -> Result<redis::ConnectionInfo, String> {
+        let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str())
+            .map_err(|e| format!("the task store `{}`: {e}", self.url))?;
+        Ok(match &self.password {
+            Some(password) => {
+                let redis = info.redis_settings().clone().set_password(password);
+                info.set_redis_settings(redis)
+            }
+            None => info,
+        })
+    }
 }
 
 /// Keys for `requestState` (`server.state_key_file`): the first signs,
@@ -611,6 +688,7 @@ impl Default for Config {
             tasks: TaskSettings::default(),
             resource_roots: Vec::new(),
             state_keys: None,
+            task_store: None,
             source: None,
             tools_dir: None,
             cache_dir: None,
@@ -853,6 +931,47 @@ mod tests {
             let error = parse(text).expect_err(text);
             assert!(error.contains(key), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_task_store_is_a_plain_redis_url_with_its_password_in_a_file() {
+        let dir = std::env::temp_dir().join(format!("toolcage-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("pw"), "s3cret\n").expect("write");
+        let path = dir.join("config.toml");
+        let config = Config::parse(
+            "[tasks]\nstore_url = \"redis://10.0.0.5:6380/2\"\nstore_password_file = \"pw\"\n",
+            &path,
+        )
+        .expect("valid");
+        let store = config.task_store.expect("a store");
+        assert_eq!(store.password.as_deref(), Some("s3cret"));
+        assert_eq!(store.prefix, "toolcage");
+        assert!(!format!("{store:?}").contains("s3cret"));
+        let info = store.connection_info().expect("info");
+        assert_eq!(info.redis_settings().password(), Some("s3cret"));
+        assert_eq!(info.redis_settings().db(), 2);
+        for (text, words) in [
+            ("store_url = \"rediss://h\"", "TLS"),
+            ("store_url = \"http://h\"", "redis://"),
+            ("store_url = \"redis://:pw@h\"", "store_password_file"),
+            ("store_url = \"redis://\"", "host"),
+            (
+                "store_url = \"redis://h\"\nstore_prefix = \"a:b\"",
+                "`tasks.store_prefix`",
+            ),
+            (
+                "store_url = \"redis://h\"\nstore_password_file = \"absent\"",
+                "cannot be read",
+            ),
+            ("store_prefix = \"x\"", "`tasks.store_url`"),
+        ] {
+            let error = Config::parse(&format!("[tasks]\n{text}\n"), &path)
+                .expect_err(text)
+                .to_string();
+            assert!(error.contains(words), "{text}: {error}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -216,7 +216,70 @@ impl Config {
                 Some(Arc::new(keys))
             }
         };
+        let task_store = match &raw.tasks.store_url {
+            None => {
+                if raw.tasks.store_password_file.is_some() || raw.tasks.store_prefix.is_some() {
+                    return Err(invalid(
+                        "tasks.store_url".into(),
+                        "(none)".into(),
+                        "is needed for `store_password_file` and `store_prefix`",
+                    ));
+                }
+                None
+            }
+            Some(url) => {
+                let shown = format!("{url:?}");
+                super::TaskStore::check_url(url)
+                    .map_err(|why| invalid("tasks.store_url".into(), shown, &why))?;
+                let password = match &raw.tasks.store_password_file {
+                    None => None,
+                    Some(file) => {
+                        let path = resolve(file.clone());
+                        let shown = format!("{:?}", path.display().to_string());
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            invalid(
+                                "tasks.store_password_file".into(),
+                                shown.clone(),
+                                &format!("cannot be read: {e}"),
+                            )
+                        })?;
+                        let password = text.trim().to_owned();
+                        if password.is_empty() || password.chars().any(char::is_control) {
+                            return Err(invalid(
+                                "tasks.store_password_file".into(),
+                                shown,
+                                "must hold one line, the password",
+                            ));
+                        }
+                        Some(password)
+                    }
+                };
+                let prefix = raw
+                    .tasks
+                    .store_prefix
+                    .clone()
+                    .unwrap_or_else(|| "toolcage".into());
+                if prefix.is_empty()
+                    || prefix.len() > 64
+                    || !prefix
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                {
+                    return Err(invalid(
+                        "tasks.store_prefix".into(),
+                        format!("{prefix:?}"),
+                        "must be 1 to 64 of `A-Za-z0-9._-`",
+                    ));
+                }
+                Some(super::TaskStore {
+                    url: url.clone(),
+                    password,
+                    prefix,
+                })
+            }
+        };
         Ok(Config {
+            task_store,
             state_keys,
             resource_roots,
             tasks,
@@ -299,6 +362,9 @@ struct RawTasks {
     ttl_ms: Option<u64>,
     poll_interval_ms: Option<u64>,
     max_retained_mib: Option<u64>,
+    store_url: Option<String>,
+    store_password_file: Option<PathBuf>,
+    store_prefix: Option<String>,
 }
 
 impl RawTasks {

@@ -290,6 +290,7 @@ impl McpServer {
             });
         }
         if let Some(entry) = promotion.task() {
+            self.tasks.share(&entry).await?;
             return Ok(entry.created().into());
         }
         let mut done_rx = done_rx;
@@ -297,7 +298,10 @@ impl McpServer {
             begun = begin_rx => {
                 if begun.is_ok() {
                     match promotion.promote(make_task) {
-                        Ok(Some(entry)) => return Ok(entry.created().into()),
+                        Ok(Some(entry)) => {
+                            self.tasks.share(&entry).await?;
+                            return Ok(entry.created().into());
+                        }
                         Ok(None) => {}
                         Err(refusal) => {
                             // The task cannot be kept: the call stops.
@@ -693,8 +697,12 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
-        Ok(GetTaskResult::new(entry.detailed()?))
+        match self.tasks.find(&task_owner(&ctx), &request.task_id).await? {
+            tasks::Found::Local(entry) => Ok(GetTaskResult::new(entry.detailed()?)),
+            tasks::Found::Remote(record) => Ok(GetTaskResult::new(
+                self.tasks.remote_detailed(record).await?,
+            )),
+        }
     }
 
     /// `tasks/update`: answers to the questions the task's call waits on
@@ -704,8 +712,30 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
-        entry.update(request.input_responses)
+        match self.tasks.find(&task_owner(&ctx), &request.task_id).await? {
+            tasks::Found::Local(entry) => entry.update(request.input_responses),
+            tasks::Found::Remote(record) => {
+                let bytes: usize = request
+                    .input_responses
+                    .iter()
+                    .map(|(key, value)| key.len() + value.to_string().len())
+                    .sum();
+                if bytes > tasks::MAX_ANSWER_BYTES {
+                    return Err(McpError::invalid_params(
+                        format!(
+                            "the answers to this task's questions would take more than {} bytes",
+                            tasks::MAX_ANSWER_BYTES
+                        ),
+                        None,
+                    ));
+                }
+                let command = tasks::store::Command::Update {
+                    task: request.task_id,
+                    responses: request.input_responses.into_iter().collect(),
+                };
+                self.tasks.send(&record, command).await
+            }
+        }
     }
 
     /// `tasks/cancel`: stops the task's call; a task that already ended
@@ -715,9 +745,18 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let entry = self.tasks.get(&task_owner(&ctx), &request.task_id)?;
-        self.tasks.cancel(&entry);
-        Ok(())
+        match self.tasks.find(&task_owner(&ctx), &request.task_id).await? {
+            tasks::Found::Local(entry) => {
+                self.tasks.cancel(&entry);
+                Ok(())
+            }
+            tasks::Found::Remote(record) => {
+                let command = tasks::store::Command::Cancel {
+                    task: request.task_id,
+                };
+                self.tasks.send(&record, command).await
+            }
+        }
     }
 
     /// `completion/complete`: routed to the component serving the prompt or

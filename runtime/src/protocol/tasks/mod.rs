@@ -35,6 +35,13 @@
 //!   naming it); a tool's own error result as completed with `isError`.
 //! - The journal records each task's creation and end, beside the line
 //!   of the call it ran (which names the task).
+//! - With a shared store (`[tasks] store_url`, see `store`), every replica
+//!   answers for every task: a task not held here is read from the store
+//!   (its owner checked against the record's digest), and `tasks/update`
+//!   and `tasks/cancel` for it go to the replica running it. The bounds
+//!   above are each replica's.
+
+pub mod store;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -56,12 +63,23 @@ use crate::services::{Capabilities, ReplayServices, parse_answer};
 
 /// Most bytes of answers one task keeps (its questions' answers, as the
 /// client sent them); past it, `tasks/update` is refused.
-const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// The tasks of a server, across its connections.
 pub struct Tasks {
     dispatcher: Arc<Dispatcher>,
     entries: Mutex<BTreeMap<String, Arc<Entry>>>,
+    /// The fleet's shared store, if configured.
+    store: Option<Arc<store::Store>>,
+}
+
+/// A task found by its id: held here, or (with a shared store) run by
+/// another replica.
+pub(super) enum Found {
+    /// Held here.
+    Local(Arc<Entry>),
+    /// Another replica's, as the store has it.
+    Remote(store::Record),
 }
 
 /// One task.
@@ -82,6 +100,8 @@ pub(super) struct Entry {
     state: Mutex<State>,
     /// Wakes a guest waiting for answers.
     answered: Notify,
+    /// Wakes the writer of its record in the shared store.
+    changed: Notify,
 }
 
 struct State {
@@ -112,12 +132,155 @@ pub(super) enum Ending {
 }
 
 impl Tasks {
-    /// No tasks yet; their calls run through `dispatcher`.
-    pub fn new(dispatcher: Arc<Dispatcher>) -> Self {
-        Tasks {
+    /// No tasks yet; their calls run through `dispatcher`. With a shared
+    /// store configured, this replica takes its inbox and keeps its lease
+    /// from now on (connecting lazily, and again whenever it must).
+    ///
+    /// # Errors
+    ///
+    /// The store's settings are not ones its client takes.
+    pub fn new(dispatcher: Arc<Dispatcher>) -> Result<Arc<Self>, String> {
+        let store = match &dispatcher.config().task_store {
+            Some(settings) => Some(Arc::new(store::Store::open(settings, new_id())?)),
+            None => None,
+        };
+        let tasks = Arc::new(Tasks {
             dispatcher,
             entries: Mutex::new(BTreeMap::new()),
+            store: store.clone(),
+        });
+        if let Some(store) = store {
+            tokio::spawn(take_inbox(store, Arc::downgrade(&tasks)));
         }
+        Ok(tasks)
+    }
+
+    /// `owner`'s task `id`, held here or (with a shared store) by another
+    /// replica.
+    ///
+    /// # Errors
+    ///
+    /// Not found (another owner's is not found either), or the store
+    /// cannot be reached.
+    pub(super) async fn find(&self, owner: &str, id: &str) -> Result<Found, McpError> {
+        let unknown = match self.get(owner, id) {
+            Ok(entry) => return Ok(Found::Local(entry)),
+            Err(unknown) => unknown,
+        };
+        let Some(store) = &self.store else {
+            return Err(unknown);
+        };
+        // Ids are hex, maybe after a replica name: nothing else is looked up.
+        if id.is_empty()
+            || id.len() > 200
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            return Err(unknown);
+        }
+        match store.get(id).await {
+            Ok(Some(record)) if record.owner == store::owner_digest(owner) => {
+                Ok(Found::Remote(record))
+            }
+            Ok(_) => Err(unknown),
+            Err(why) => Err(McpError::internal_error(why, None)),
+        }
+    }
+
+    /// What `tasks/get` answers for another replica's task: its record, or
+    /// failed if that replica is gone while it ran.
+    pub(super) async fn remote_detailed(
+        &self,
+        record: store::Record,
+    ) -> Result<DetailedTask, McpError> {
+        let detailed: DetailedTask = serde_json::from_value(record.task)
+            .map_err(|e| McpError::internal_error(format!("the task store's record: {e}"), None))?;
+        if is_terminal(detailed.status()) {
+            return Ok(detailed);
+        }
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| McpError::internal_error("no task store", None))?;
+        if store
+            .alive(&record.replica)
+            .await
+            .map_err(|why| McpError::internal_error(why, None))?
+        {
+            return Ok(detailed);
+        }
+        let mut error = JsonObject::new();
+        error.insert("code".into(), (-32603).into());
+        error.insert(
+            "message".into(),
+            "the replica running this task stopped before it finished".into(),
+        );
+        Ok(DetailedTask::new(
+            detailed.task,
+            TaskPayload::Failed { error },
+        ))
+    }
+
+    /// Send `command` to the replica running `record`'s task.
+    pub(super) async fn send(
+        &self,
+        record: &store::Record,
+        command: store::Command,
+    ) -> Result<(), McpError> {
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| McpError::internal_error("no task store", None))?;
+        store
+            .send(&record.replica, &command)
+            .await
+            .map_err(|why| McpError::internal_error(why, None))
+    }
+
+    /// With a shared store: write `entry`'s record now (so any replica
+    /// finds it from this moment), then keep it current until the task
+    /// ends or expires.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be reached: the task is cancelled (its call stops
+    /// at once), since no other replica could answer for it.
+    pub(super) async fn share(&self, entry: &Arc<Entry>) -> Result<(), McpError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        if let Err(why) = write_record(store, entry).await {
+            self.cancel(entry);
+            return Err(McpError::internal_error(
+                format!("{why}; the task was cancelled: no other replica could answer for it"),
+                None,
+            ));
+        }
+        let store = Arc::clone(store);
+        let entry = Arc::clone(entry);
+        tokio::spawn(async move {
+            let expires = tokio::time::Instant::from_std(entry.expires);
+            loop {
+                tokio::select! {
+                    () = entry.changed.notified() => {}
+                    () = tokio::time::sleep_until(expires) => return,
+                }
+                // Changes close together (progress) make one write.
+                tokio::time::sleep(WRITE_COALESCE).await;
+                let terminal = is_terminal(entry.lock().status);
+                match write_record(&store, &entry).await {
+                    Ok(()) if terminal => return,
+                    Ok(()) => {}
+                    Err(why) => {
+                        tracing::warn!(task = %entry.id, "{why}; trying again in 1 s");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        entry.changed.notify_one();
+                    }
+                }
+            }
+        });
+        Ok(())
     }
 
     fn settings(&self) -> TaskSettings {
@@ -195,6 +358,7 @@ impl Tasks {
                 finished: None,
             }),
             answered: Notify::new(),
+            changed: Notify::new(),
         });
         entries.insert(id, Arc::clone(&entry));
         drop(entries);
@@ -294,6 +458,7 @@ impl Tasks {
             }
         };
         entry.answered.notify_waiters();
+        entry.changed.notify_one();
         self.journal(entry, event, message.as_deref());
         self.evict_over_budget();
     }
@@ -454,6 +619,7 @@ impl Entry {
         }
         drop(state);
         self.answered.notify_waiters();
+        self.changed.notify_one();
         Ok(())
     }
 
@@ -462,6 +628,7 @@ impl Entry {
         let mut state = self.lock();
         if !is_terminal(state.status) {
             state.message = Some(message);
+            self.changed.notify_one();
         }
     }
 
@@ -505,6 +672,7 @@ impl Entry {
                     state.status = TaskStatus::InputRequired;
                     state.updated_at = timestamp();
                 }
+                self.changed.notify_one();
             }
             tokio::select! {
                 () = &mut answered => {}
@@ -602,6 +770,67 @@ impl ClientServices for TaskServices {
             Some(entry) => {
                 let capabilities = self.capabilities;
                 Box::pin(async move { entry.answers(questions, capabilities).await })
+            }
+        }
+    }
+}
+
+/// How long a record's writer waits after a change for more to come.
+const WRITE_COALESCE: Duration = Duration::from_millis(50);
+
+/// Write `entry`'s record as it is now, kept until the task expires.
+async fn write_record(store: &store::Store, entry: &Entry) -> Result<(), String> {
+    let detailed = entry.detailed().map_err(|e| e.message.to_string())?;
+    let record = store::Record {
+        owner: store::owner_digest(&entry.owner),
+        replica: store.replica.clone(),
+        task: serde_json::to_value(&detailed).map_err(|e| e.to_string())?,
+    };
+    let ttl = entry.expires.saturating_duration_since(Instant::now());
+    if ttl.is_zero() {
+        return Ok(());
+    }
+    store.put(&entry.id, &record, ttl).await
+}
+
+/// This replica's side of the shared store, while `tasks` lives: renew the
+/// lease and apply what other replicas sent for the tasks running here.
+async fn take_inbox(store: Arc<store::Store>, tasks: std::sync::Weak<Tasks>) {
+    let mut warned: Option<Instant> = None;
+    loop {
+        tokio::time::sleep(store::INBOX_POLL).await;
+        let commands = match store.renew_and_take().await {
+            Ok(commands) => commands,
+            Err(why) => {
+                // Said once a minute, not ten times a second.
+                if warned.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
+                    tracing::warn!(
+                        "{why}; tasks here cannot be seen from other replicas until it is back"
+                    );
+                    warned = Some(Instant::now());
+                }
+                continue;
+            }
+        };
+        let Some(tasks) = tasks.upgrade() else {
+            store.release().await;
+            return;
+        };
+        for command in commands {
+            let (id, update) = match command {
+                store::Command::Update { task, responses } => (task, Some(responses)),
+                store::Command::Cancel { task } => (task, None),
+            };
+            // The sender checked the owner against the record.
+            let entry = tasks.entries().get(&id).cloned();
+            let Some(entry) = entry else { continue };
+            match update {
+                Some(responses) => {
+                    if let Err(error) = entry.update(responses) {
+                        tracing::warn!(task = %id, "answers from another replica refused: {}", error.message);
+                    }
+                }
+                None => tasks.cancel(&entry),
             }
         }
     }

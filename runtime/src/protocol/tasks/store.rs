@@ -1,0 +1,236 @@
+//! The shared task store of a fleet (`[tasks] store_url`, Redis or Valkey):
+//! a 2026-07-28 client polls `tasks/get` through a load balancer, and the
+//! request may land on any replica, so every replica must answer for every
+//! task. The call itself runs where it started (a running instance cannot
+//! move); the store holds what the others need:
+//!
+//! - `PREFIX:task:ID`: the task's record ([`Record`]: owner digest, the
+//!   replica running it, and the `tasks/get` answer as of its last change),
+//!   written only by the replica running it, on every change (coalesced),
+//!   expiring with the task's time to live.
+//! - `PREFIX:inbox:REPLICA`: a list of [`Command`]s (`tasks/update`
+//!   answers, `tasks/cancel`) that other replicas received for tasks this
+//!   one runs; it takes them every [`INBOX_POLL`].
+//! - `PREFIX:lease:REPLICA`: set while the replica lives, refreshed every
+//!   [`INBOX_POLL`], expiring after [`LEASE`]. A record whose replica has no
+//!   lease is a task whose replica died: it reads as failed.
+//!
+//! `REPLICA` is a random id per process (a restarted replica is a new
+//! one), so a record never outlives the process that could finish it
+//! without saying so.
+//!
+//! Invariants: a record is written only by its task's replica, so no two
+//! writers race; every key expires (records with their task, inboxes and
+//! leases within seconds of their replica's end); what a record holds is
+//! what `tasks/get` would answer its owner, and no more (the owner is a
+//! digest); a record read back is size-capped and parsed under a budget.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How often a replica takes its inbox and renews its lease.
+pub const INBOX_POLL: Duration = Duration::from_millis(100);
+
+/// How long a lease lasts unless renewed: a replica that stopped is known
+/// dead this long after.
+pub const LEASE: Duration = Duration::from_secs(5);
+
+/// Most bytes of a record read back (a result is capped before it is
+/// kept; this is the guard against a store that holds something else).
+const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most commands taken from the inbox at once.
+const INBOX_BATCH: usize = 256;
+
+/// A task as the store keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// SHA-256 of the creator's identity (`Caller::key`), hex.
+    pub owner: String,
+    /// The replica running it.
+    pub replica: String,
+    /// The `tasks/get` answer (`DetailedTask`) as of the last change.
+    pub task: Value,
+}
+
+/// What another replica asks of the one running a task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Command {
+    /// `tasks/update`: answers to its questions.
+    Update {
+        /// The task.
+        task: String,
+        /// The answers, by key.
+        responses: std::collections::BTreeMap<String, Value>,
+    },
+    /// `tasks/cancel`.
+    Cancel {
+        /// The task.
+        task: String,
+    },
+}
+
+/// A connection to the store, and this replica's name in it.
+pub struct Store {
+    connection: ConnectionManager,
+    prefix: String,
+    /// This process's id (random, per process).
+    pub replica: String,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("prefix", &self.prefix)
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// A store at `settings` (connected lazily, and again whenever the
+    /// connection drops); `replica` names this process in it.
+    ///
+    /// # Errors
+    ///
+    /// The URL is not one the client takes.
+    pub fn open(settings: &crate::config::TaskStore, replica: String) -> Result<Store, String> {
+        let client = redis::Client::open(settings.connection_info()?)
+            .map_err(|e| format!("the task store `{}`: {e}", settings.shown_url()))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(1));
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| format!("the task store `{}`: {e}", settings.shown_url()))?;
+        Ok(Store {
+            connection,
+            prefix: settings.prefix.clone(),
+            replica,
+        })
+    }
+
+    fn key(&self, kind: &str, id: &str) -> String {
+        format!("{}:{kind}:{id}", self.prefix)
+    }
+
+    /// Keep `record` for task `id` for `ttl`.
+    pub async fn put(&self, id: &str, record: &Record, ttl: Duration) -> Result<(), String> {
+        let text = serde_json::to_string(record).map_err(|e| e.to_string())?;
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        redis::cmd("SET")
+            .arg(self.key("task", id))
+            .arg(text)
+            .arg("PX")
+            .arg(ms)
+            .query_async::<()>(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)
+    }
+
+    /// The record of task `id`, if the store has one.
+    pub async fn get(&self, id: &str) -> Result<Option<Record>, String> {
+        let text: Option<Vec<u8>> = redis::cmd("GET")
+            .arg(self.key("task", id))
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)?;
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        if text.len() > MAX_RECORD_BYTES {
+            return Err(format!(
+                "the task store holds {} bytes for this task, over {MAX_RECORD_BYTES}",
+                text.len()
+            ));
+        }
+        let text = std::str::from_utf8(&text)
+            .map_err(|_| "the task store's record is not UTF-8".to_owned())?;
+        let value = crate::json::parse(text, text.len().saturating_mul(8))
+            .map_err(|e| format!("the task store's record is not JSON: {e}"))?;
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| format!("the task store's record is not a task record: {e}"))
+    }
+
+    /// Send `command` to `replica`, the one running its task.
+    pub async fn send(&self, replica: &str, command: &Command) -> Result<(), String> {
+        let text = serde_json::to_string(command).map_err(|e| e.to_string())?;
+        let inbox = self.key("inbox", replica);
+        // The inbox dies with its replica (its lease's life, doubled).
+        redis::pipe()
+            .atomic()
+            .cmd("RPUSH")
+            .arg(&inbox)
+            .arg(text)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&inbox)
+            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX) * 2)
+            .ignore()
+            .query_async::<()>(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)
+    }
+
+    /// Whether `replica` is alive (holds its lease).
+    pub async fn alive(&self, replica: &str) -> Result<bool, String> {
+        redis::cmd("EXISTS")
+            .arg(self.key("lease", replica))
+            .query_async::<bool>(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)
+    }
+
+    /// Renew this replica's lease and take what its inbox holds (commands
+    /// that do not parse are dropped, with a warning).
+    pub async fn renew_and_take(&self) -> Result<Vec<Command>, String> {
+        let (_, taken): ((), Option<Vec<Vec<u8>>>) = redis::pipe()
+            .cmd("SET")
+            .arg(self.key("lease", &self.replica))
+            .arg(1)
+            .arg("PX")
+            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
+            .cmd("LPOP")
+            .arg(self.key("inbox", &self.replica))
+            .arg(INBOX_BATCH)
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)?;
+        Ok(taken
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|text| match serde_json::from_slice(&text) {
+                Ok(command) => Some(command),
+                Err(error) => {
+                    tracing::warn!(%error, "a task command in the store does not parse; dropped");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Give up this replica's lease (it is stopping): its running tasks
+    /// read as failed at once.
+    pub async fn release(&self) {
+        let _ = redis::cmd("DEL")
+            .arg(self.key("lease", &self.replica))
+            .query_async::<()>(&mut self.connection.clone())
+            .await;
+    }
+}
+
+fn unreachable(error: redis::RedisError) -> String {
+    format!("the task store cannot be reached: {error}")
+}
+
+/// SHA-256 of an owner key, hex: what a record says of its owner.
+pub fn owner_digest(owner: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    crate::catalog::hex(&Sha256::digest(owner.as_bytes()))
+}
