@@ -16,6 +16,8 @@ Debian's nginx and redis-server)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import secrets
@@ -23,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -210,8 +213,11 @@ class Fleet:
         """The documented configuration (docs/deploy/nginx-toolcage.conf),
         on this fleet's ports, inside a minimal main configuration."""
         site = DEPLOY_CONF.read_text()
-        assert len(self.replicas) == 3, "the documented configuration names three replicas"
+        assert len(self.replicas) in (1, 3), "the documented configuration names three replicas"
         site = site.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{self.port};")
+        if len(self.replicas) == 1:
+            # One replica: the same configuration, every name pointing at it.
+            site = re.sub(r"127\.0\.0\.1:808[123]", f"127.0.0.1:{self.replicas[0].port}", site)
         if not self.route_tasks:
             # A balancer that round-robins tasks too (a Kubernetes Service):
             # only a shared task store makes that work.
@@ -272,3 +278,79 @@ def served_by(replicas: list[Replica], request_id: str) -> list[tuple[str, dict]
             if line.get("client", {}).get("request") == request_id:
                 found.append((replica.name, line))
     return found
+
+
+class Load:
+    """`total` 2026-07-28 `tools/call`s of `get_current_time`, raw JSON over
+    HTTP/1.1 keep-alive, from `workers` threads, to 127.0.0.1:`port`.
+    `start()`, watch `progress`, `join()`; then `outcomes` (request id →
+    `ok` or `failed:WHY`) and `seconds`."""
+
+    def __init__(self, port: int, total: int, workers: int, protocol: str):
+        self.port = port
+        self.total = total
+        self.workers = workers
+        self.outcomes: dict[str, str] = {}
+        self.progress = 0
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": protocol,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "get_current_time",
+        }
+        self._meta = {
+            "io.modelcontextprotocol/protocolVersion": protocol,
+            "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        self._threads = [threading.Thread(target=self._worker, args=(w,)) for w in range(workers)]
+        self._started = 0.0
+
+    def start(self) -> "Load":
+        self._started = time.monotonic()
+        for t in self._threads:
+            t.start()
+        return self
+
+    def wait_progress(self, n: int, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while self.progress < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def join(self, timeout: float = 900) -> "Load":
+        for t in self._threads:
+            t.join(timeout=timeout)
+        self.seconds = time.monotonic() - self._started
+        return self
+
+    def _worker(self, w: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        for n in range(w, self.total, self.workers):
+            request_id = f"load-{n}"
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": "get_current_time", "arguments": {"timezone": "UTC"}, "_meta": self._meta},
+                }
+            )
+            try:
+                connection.request("POST", "/mcp", body, self._headers)
+                response = connection.getresponse()
+                text = response.read().decode()
+                if response.status == 200 and json.loads(text).get("result", {}).get("content"):
+                    outcome = "ok"
+                else:
+                    outcome = f"failed:{response.status}"
+            except (OSError, http.client.HTTPException, ValueError) as error:
+                outcome = f"failed:{type(error).__name__}"
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            with self._lock:
+                self.outcomes[request_id] = outcome
+                self.progress += 1
+        connection.close()

@@ -6,12 +6,10 @@ Every process is started and stopped by the test, on loopback."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
 import subprocess
-import threading
 import time
 import urllib.request
 
@@ -20,7 +18,7 @@ import mcp.types as types
 from mcp import MCPError
 
 from conftest import LEGACY, MODERN, BIN, HttpServer, http_session, text_of
-from fleet import Fleet, free_port, served_by
+from fleet import Fleet, Load, free_port, served_by
 from test_http import META
 
 pytestmark = pytest.mark.anyio
@@ -161,65 +159,15 @@ def test_under_load_a_killed_and_a_restarted_replica_lose_or_duplicate_no_answer
     answered with a result is in exactly one journal line of one replica;
     every other call got a clean error; the fleet serves on."""
     total, workers = 20_000, 32
-    outcomes: dict[str, str] = {}
-    lock = threading.Lock()
-    progress = [0]
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "get_current_time",
-    }
-
-    def worker(w: int):
-        connection = http.client.HTTPConnection("127.0.0.1", fleet.port, timeout=30)
-        for n in range(w, total, workers):
-            request_id = f"load-{n}"
-            body = json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "method": "tools/call",
-                    "params": {"name": "get_current_time", "arguments": TIME, "_meta": META},
-                }
-            )
-            try:
-                connection.request("POST", "/mcp", body, headers)
-                response = connection.getresponse()
-                text = response.read().decode()
-                if response.status == 200 and json.loads(text).get("result", {}).get("content"):
-                    outcome = "ok"
-                else:
-                    outcome = f"failed:{response.status}"
-            except (OSError, http.client.HTTPException, ValueError) as error:
-                outcome = f"failed:{type(error).__name__}"
-                connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", fleet.port, timeout=30)
-            with lock:
-                outcomes[request_id] = outcome
-                progress[0] += 1
-        connection.close()
-
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
-    started = time.monotonic()
-    for t in threads:
-        t.start()
-
-    def wait_progress(n):
-        deadline = time.monotonic() + 600
-        while progress[0] < n and time.monotonic() < deadline:
-            time.sleep(0.01)
-
+    load = Load(fleet.port, total, workers, MODERN).start()
     killed, restarted = fleet.replicas[0], fleet.replicas[1]
-    wait_progress(total // 4)
+    load.wait_progress(total // 4)
     killed.kill()
-    wait_progress(total // 2)
+    load.wait_progress(total // 2)
     assert restarted.terminate() == 0, restarted.stderr()[-2000:]
     restarted.start()
-    for t in threads:
-        t.join(timeout=900)
-    elapsed = time.monotonic() - started
+    load.join()
+    outcomes, elapsed = load.outcomes, load.seconds
     assert len(outcomes) == total
     succeeded = [rid for rid, o in outcomes.items() if o == "ok"]
     failed = [rid for rid, o in outcomes.items() if o != "ok"]
