@@ -1263,11 +1263,8 @@ impl ClientServices for Terminal {
             }
             let _turn = asking.lock().await;
             // What the tool's arguments put in the message cannot move the
-            // cursor or rewrite the question.
-            let message: String = message
-                .chars()
-                .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
-                .collect();
+            // cursor, reorder or rewrite the question.
+            let message = toolcage::agent::run::for_terminal(&message);
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{message}\nRun it? [y/N] ");
                 let mut line = String::new();

@@ -714,11 +714,18 @@ impl Stream {
 
 /// The model's text made safe for a terminal: control characters (an
 /// escape sequence could rewrite the screen, or what the person is about
-/// to confirm) dropped, but for line ends and tabs.
-fn for_terminal(text: &str) -> String {
+/// to confirm) and bidirectional overrides (which reorder what is shown)
+/// dropped, but for line ends and tabs.
+pub fn for_terminal(text: &str) -> String {
     text.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .filter(|&c| (!c.is_control() || c == '\n' || c == '\t') && !is_bidi_control(c))
         .collect()
+}
+
+/// The Unicode bidirectional formatting characters (embeddings,
+/// overrides, isolates, marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A run's id: 64 random bits, hex.
@@ -761,6 +768,14 @@ mod tests {
         assert_eq!(turn.calls.len(), 2);
         assert_eq!(turn.calls[0].arguments, "{\"city\":\"Malé\"}");
         assert_eq!(turn.calls[1].name, "get_current_time");
+    }
+
+    #[test]
+    fn terminal_text_loses_escapes_and_bidi_overrides() {
+        assert_eq!(
+            for_terminal("ok\x1b[2J\u{202E}txt.exe\u{202C}\tdone\r\n"),
+            "ok[2Jtxt.exe\tdone\n"
+        );
     }
 
     #[test]
