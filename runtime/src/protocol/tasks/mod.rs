@@ -71,6 +71,12 @@ pub struct Tasks {
     entries: Mutex<BTreeMap<String, Arc<Entry>>>,
     /// The fleet's shared store, if configured.
     store: Option<Arc<store::Store>>,
+    /// Itself, for the inbox loop.
+    me: std::sync::Weak<Tasks>,
+    /// Whether this replica holds a lease and takes its inbox: from its
+    /// first shared task on (a command that never runs a task, such as
+    /// `toolcage list`, never touches the store).
+    serving: std::sync::Once,
 }
 
 /// A task found by its id: held here, or (with a shared store) run by
@@ -133,8 +139,8 @@ pub(super) enum Ending {
 
 impl Tasks {
     /// No tasks yet; their calls run through `dispatcher`. With a shared
-    /// store configured, this replica takes its inbox and keeps its lease
-    /// from now on (connecting lazily, and again whenever it must).
+    /// store configured, it is connected to lazily (and again whenever it
+    /// must).
     ///
     /// # Errors
     ///
@@ -144,15 +150,13 @@ impl Tasks {
             Some(settings) => Some(Arc::new(store::Store::open(settings, new_id())?)),
             None => None,
         };
-        let tasks = Arc::new(Tasks {
+        Ok(Arc::new_cyclic(|me| Tasks {
             dispatcher,
             entries: Mutex::new(BTreeMap::new()),
-            store: store.clone(),
-        });
-        if let Some(store) = store {
-            tokio::spawn(take_inbox(store, Arc::downgrade(&tasks)));
-        }
-        Ok(tasks)
+            store,
+            me: me.clone(),
+            serving: std::sync::Once::new(),
+        }))
     }
 
     /// `owner`'s task `id`, held here or (with a shared store) by another
@@ -250,7 +254,17 @@ impl Tasks {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        if let Err(why) = write_record(store, entry).await {
+        // The lease first: a record whose replica holds none reads as dead.
+        let written = match store.renew().await {
+            Ok(()) => {
+                self.serving.call_once(|| {
+                    tokio::spawn(take_inbox(Arc::clone(store), self.me.clone()));
+                });
+                write_record(store, entry).await
+            }
+            Err(why) => Err(why),
+        };
+        if let Err(why) = written {
             self.cancel(entry);
             return Err(McpError::internal_error(
                 format!("{why}; the task was cancelled: no other replica could answer for it"),

@@ -11,8 +11,8 @@
 //! - `PREFIX:inbox:REPLICA`: a list of [`Command`]s (`tasks/update`
 //!   answers, `tasks/cancel`) that other replicas received for tasks this
 //!   one runs; it takes them every [`INBOX_POLL`].
-//! - `PREFIX:lease:REPLICA`: set while the replica lives, refreshed every
-//!   [`INBOX_POLL`], expiring after [`LEASE`]. A record whose replica has no
+//! - `PREFIX:lease:REPLICA`: set from the replica's first task on, while
+//!   it lives, refreshed every [`INBOX_POLL`], expiring after [`LEASE`]. A record whose replica has no
 //!   lease is a task whose replica died: it reads as failed.
 //!
 //! `REPLICA` is a random id per process (a restarted replica is a new
@@ -183,6 +183,18 @@ impl Store {
         redis::cmd("EXISTS")
             .arg(self.key("lease", replica))
             .query_async::<bool>(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)
+    }
+
+    /// Renew this replica's lease.
+    pub async fn renew(&self) -> Result<(), String> {
+        redis::cmd("SET")
+            .arg(self.key("lease", &self.replica))
+            .arg(1)
+            .arg("PX")
+            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
+            .query_async::<()>(&mut self.connection.clone())
             .await
             .map_err(unreachable)
     }
