@@ -452,7 +452,7 @@ pub struct RawDescriptor {
     /// Whether and when calls run as tasks.
     pub execution: Execution,
     /// What the client must be able to do.
-    pub needs: crate::config::ClientNeeds,
+    pub needs: ClientNeeds,
 }
 
 /// An icon as a component declared it (MCP `Icon`).
@@ -662,3 +662,77 @@ pub struct Completion {
 
 /// The most suggestions one completion carries (MCP's own cap).
 pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// Client capabilities a tool needs to do its work: the client services it
+/// uses (sampling, elicitation) and the client's roots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientNeeds {
+    /// The client's model (`sampling/createMessage`).
+    pub sampling: bool,
+    /// Questions to the user (`elicitation/create`).
+    pub elicitation: bool,
+    /// The client's roots (`roots/list`).
+    pub roots: bool,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`): set for a
+    /// tool whose calls run only as tasks, never by `requires_client`.
+    pub tasks: bool,
+}
+
+impl ClientNeeds {
+    /// The names `requires_client` accepts, each with its flag.
+    pub const NAMES: [&'static str; 3] = ["sampling", "elicitation", "roots"];
+
+    /// Whether nothing is needed.
+    pub fn is_empty(self) -> bool {
+        self == ClientNeeds::default()
+    }
+
+    /// What either needs.
+    #[must_use]
+    pub fn union(self, other: ClientNeeds) -> ClientNeeds {
+        ClientNeeds {
+            sampling: self.sampling || other.sampling,
+            elicitation: self.elicitation || other.elicitation,
+            tasks: self.tasks || other.tasks,
+            roots: self.roots || other.roots,
+        }
+    }
+
+    /// What `self` needs that `declared` lacks.
+    #[must_use]
+    pub fn missing(self, declared: ClientNeeds) -> ClientNeeds {
+        ClientNeeds {
+            sampling: self.sampling && !declared.sampling,
+            elicitation: self.elicitation && !declared.elicitation,
+            roots: self.roots && !declared.roots,
+            tasks: self.tasks && !declared.tasks,
+        }
+    }
+
+    /// Set the flag of capability `name`; `false` if the name is not one of
+    /// [`ClientNeeds::NAMES`].
+    pub fn set(&mut self, name: &str) -> bool {
+        match name {
+            "sampling" => self.sampling = true,
+            "elicitation" => self.elicitation = true,
+            "roots" => self.roots = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// The names of the capabilities set, in [`ClientNeeds::NAMES`] order
+    /// (then the tasks extension, by its name).
+    pub fn names(self) -> Vec<&'static str> {
+        let flags = [self.sampling, self.elicitation, self.roots];
+        let mut names: Vec<&'static str> = ClientNeeds::NAMES
+            .into_iter()
+            .zip(flags)
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect();
+        if self.tasks {
+            names.push("the tasks extension (io.modelcontextprotocol/tasks)");
+        }
+        names
+    }
+}

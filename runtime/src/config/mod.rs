@@ -21,6 +21,7 @@ pub use install::{DEFAULT_MAX_COMPONENT_MIB, Install, LOCK_FILE_NAME, SourceEntr
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use crate::call::ClientNeeds;
 use crate::grants::Grants;
 use crate::grants::env::{EnvGrant, EnvVar};
 pub use crate::grants::files::{Mode, Root, expand_tilde, normalize};
@@ -540,80 +541,6 @@ pub struct Policy {
     /// Whether its calls run as tasks (`tasks`), overriding what the
     /// component declares; `None` follows the component.
     pub tasks: Option<crate::call::TaskSupport>,
-}
-
-/// Client capabilities a tool needs to do its work: the client services it
-/// uses (sampling, elicitation) and the client's roots.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientNeeds {
-    /// The client's model (`sampling/createMessage`).
-    pub sampling: bool,
-    /// Questions to the user (`elicitation/create`).
-    pub elicitation: bool,
-    /// The client's roots (`roots/list`).
-    pub roots: bool,
-    /// The tasks extension (`io.modelcontextprotocol/tasks`): set for a
-    /// tool whose calls run only as tasks, never by `requires_client`.
-    pub tasks: bool,
-}
-
-impl ClientNeeds {
-    /// The names `requires_client` accepts, each with its flag.
-    pub const NAMES: [&'static str; 3] = ["sampling", "elicitation", "roots"];
-
-    /// Whether nothing is needed.
-    pub fn is_empty(self) -> bool {
-        self == ClientNeeds::default()
-    }
-
-    /// What either needs.
-    #[must_use]
-    pub fn union(self, other: ClientNeeds) -> ClientNeeds {
-        ClientNeeds {
-            sampling: self.sampling || other.sampling,
-            elicitation: self.elicitation || other.elicitation,
-            tasks: self.tasks || other.tasks,
-            roots: self.roots || other.roots,
-        }
-    }
-
-    /// What `self` needs that `declared` lacks.
-    #[must_use]
-    pub fn missing(self, declared: ClientNeeds) -> ClientNeeds {
-        ClientNeeds {
-            sampling: self.sampling && !declared.sampling,
-            elicitation: self.elicitation && !declared.elicitation,
-            roots: self.roots && !declared.roots,
-            tasks: self.tasks && !declared.tasks,
-        }
-    }
-
-    /// Set the flag of capability `name`; `false` if the name is not one of
-    /// [`ClientNeeds::NAMES`].
-    pub fn set(&mut self, name: &str) -> bool {
-        match name {
-            "sampling" => self.sampling = true,
-            "elicitation" => self.elicitation = true,
-            "roots" => self.roots = true,
-            _ => return false,
-        }
-        true
-    }
-
-    /// The names of the capabilities set, in [`ClientNeeds::NAMES`] order
-    /// (then the tasks extension, by its name).
-    pub fn names(self) -> Vec<&'static str> {
-        let flags = [self.sampling, self.elicitation, self.roots];
-        let mut names: Vec<&'static str> = ClientNeeds::NAMES
-            .into_iter()
-            .zip(flags)
-            .filter_map(|(name, set)| set.then_some(name))
-            .collect();
-        if self.tasks {
-            names.push("the tasks extension (io.modelcontextprotocol/tasks)");
-        }
-        names
-    }
 }
 
 impl Policy {
