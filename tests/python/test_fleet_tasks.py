@@ -182,7 +182,10 @@ async def test_without_the_store_a_task_is_unknown_elsewhere_and_clear_when_redi
                 await client.call_tool("slow_compute", {"seconds": 0, "label": "y"}, allow_claimed=True)
             assert "task store cannot be reached" in refused.value.error.message
             assert "the task was cancelled" in refused.value.error.message
-        # Back (empty) on the same port: the replicas reconnect by themselves.
+        # Down long enough for every reconnection attempt to have failed;
+        # then back (empty) on the same port: the replicas reconnect by
+        # themselves, and the first request to each succeeds.
+        await anyio.sleep(3)
         redis.start()
         with anyio.fail_after(30):
             while True:

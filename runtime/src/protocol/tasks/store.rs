@@ -102,10 +102,12 @@ impl Store {
         let client = redis::Client::open(settings.connection_info()?)
             .map_err(|e| format!("the task store `{}`: {e}", settings.shown_url()))?;
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
+            // While the store is down a request waits at most about
+            // two connection attempts (and a pause) before its error.
+            .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(1));
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
         let connection = ConnectionManager::new_lazy_with_config(client, config)
             .map_err(|e| format!("the task store `{}`: {e}", settings.shown_url()))?;
         Ok(Store {
@@ -123,23 +125,21 @@ impl Store {
     pub async fn put(&self, id: &str, record: &Record, ttl: Duration) -> Result<(), String> {
         let text = serde_json::to_string(record).map_err(|e| e.to_string())?;
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        redis::cmd("SET")
-            .arg(self.key("task", id))
-            .arg(text)
-            .arg("PX")
-            .arg(ms)
-            .query_async::<()>(&mut self.connection.clone())
-            .await
-            .map_err(unreachable)
+        self.query::<()>(
+            redis::cmd("SET")
+                .arg(self.key("task", id))
+                .arg(text)
+                .arg("PX")
+                .arg(ms),
+        )
+        .await
     }
 
     /// The record of task `id`, if the store has one.
     pub async fn get(&self, id: &str) -> Result<Option<Record>, String> {
-        let text: Option<Vec<u8>> = redis::cmd("GET")
-            .arg(self.key("task", id))
-            .query_async(&mut self.connection.clone())
-            .await
-            .map_err(unreachable)?;
+        let text: Option<Vec<u8>> = self
+            .query(redis::cmd("GET").arg(self.key("task", id)))
+            .await?;
         let Some(text) = text else {
             return Ok(None);
         };
@@ -162,9 +162,12 @@ impl Store {
     pub async fn send(&self, replica: &str, command: &Command) -> Result<(), String> {
         let text = serde_json::to_string(command).map_err(|e| e.to_string())?;
         let inbox = self.key("inbox", replica);
-        // The inbox dies with its replica (its lease's life, doubled).
-        redis::pipe()
-            .atomic()
+        // The inbox dies with its replica (its lease's life, doubled). A
+        // command sent twice (a retry after a dropped reply) is harmless:
+        // answers to keys already answered and a second cancel change
+        // nothing.
+        let mut pipe = redis::pipe();
+        pipe.atomic()
             .cmd("RPUSH")
             .arg(&inbox)
             .arg(text)
@@ -172,31 +175,48 @@ impl Store {
             .cmd("PEXPIRE")
             .arg(&inbox)
             .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX) * 2)
-            .ignore()
-            .query_async::<()>(&mut self.connection.clone())
-            .await
-            .map_err(unreachable)
+            .ignore();
+        let mut connection = self.connection.clone();
+        match pipe.query_async::<()>(&mut connection).await {
+            Err(error) if reconnecting(&error) => pipe
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(unreachable),
+            done => done.map_err(unreachable),
+        }
     }
 
     /// Whether `replica` is alive (holds its lease).
     pub async fn alive(&self, replica: &str) -> Result<bool, String> {
-        redis::cmd("EXISTS")
-            .arg(self.key("lease", replica))
-            .query_async::<bool>(&mut self.connection.clone())
+        self.query::<bool>(redis::cmd("EXISTS").arg(self.key("lease", replica)))
             .await
-            .map_err(unreachable)
     }
 
     /// Renew this replica's lease.
     pub async fn renew(&self) -> Result<(), String> {
-        redis::cmd("SET")
-            .arg(self.key("lease", &self.replica))
-            .arg(1)
-            .arg("PX")
-            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
-            .query_async::<()>(&mut self.connection.clone())
-            .await
-            .map_err(unreachable)
+        self.query::<()>(
+            redis::cmd("SET")
+                .arg(self.key("lease", &self.replica))
+                .arg(1)
+                .arg("PX")
+                .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX)),
+        )
+        .await
+    }
+
+    /// Run `command`. A connection found down makes the manager start
+    /// reconnecting; the command is sent once more, on the new connection,
+    /// so the first request after the store comes back succeeds. (Every
+    /// command sent this way is idempotent.)
+    async fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, String> {
+        let mut connection = self.connection.clone();
+        match command.query_async(&mut connection).await {
+            Err(error) if reconnecting(&error) => command
+                .query_async(&mut connection)
+                .await
+                .map_err(unreachable),
+            done => done.map_err(unreachable),
+        }
     }
 
     /// Renew this replica's lease and take what its inbox holds (commands
@@ -235,6 +255,11 @@ impl Store {
             .query_async::<()>(&mut self.connection.clone())
             .await;
     }
+}
+
+/// Whether `error` means the connection is gone (and is being made anew).
+fn reconnecting(error: &redis::RedisError) -> bool {
+    error.is_io_error() || error.is_unrecoverable_error()
 }
 
 fn unreachable(error: redis::RedisError) -> String {
