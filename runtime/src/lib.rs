@@ -34,6 +34,9 @@
 //!   refusals, reloads, admission, tasks).
 //! - [`redact`]: the scrubbing and truncation every tool-controlled text
 //!   passes before a log line or a journal field.
+//! - [`terminal`]: text from tools, clients and models made safe to print
+//!   on a terminal (escape sequences and bidirectional overrides shown, not
+//!   obeyed).
 //! - [`json`]: JSON from untrusted sources, parsed under a byte budget and
 //!   measured as it will be sent.
 //! - [`watch`]: hot reload of the tools folder, the config file and the
@@ -44,8 +47,8 @@
 //! - [`outbound`]: the host's own HTTP requests (registries, an
 //!   authorization server), under the rules tools' requests follow.
 //!
-//! The binary (`main.rs`) parses the command line and calls [`Host::load`]
-//! and [`Host::serve`].
+//! The binary (`cli/`, not part of this library) parses the command line
+//! and calls [`Host::load`] and [`Host::serve`].
 
 #![deny(missing_docs)]
 
@@ -68,6 +71,7 @@ pub mod schema;
 pub mod services;
 pub mod source;
 pub mod template;
+pub mod terminal;
 pub mod transport;
 pub mod watch;
 

@@ -343,12 +343,19 @@ pub fn quoted(text: &str) -> String {
 }
 
 /// Text from a remote party, made safe to print in a message: control
-/// characters replaced, at most `max` characters.
+/// and bidirectional formatting characters replaced, at most `max`
+/// characters.
 pub fn printable(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
         .take(max)
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if c.is_control() || crate::terminal::is_bidi_control(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
     if text.chars().nth(max).is_some() {
         out.push('…');

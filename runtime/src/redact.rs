@@ -10,8 +10,9 @@
 //!   ordinary text) is replaced by `[secret]`, compared ASCII
 //!   case-insensitively, so a secret written in other case (as a host name
 //!   is, once lowercased) is caught too;
-//! - control characters (newlines included) are escaped (`\n`, `\u{1b}`),
-//!   so a tool cannot start a forged log line or move a terminal's cursor;
+//! - control characters (newlines included) and bidirectional formatting
+//!   characters are escaped (`\n`, `\u{1b}`, `\u{202e}`), so a tool cannot
+//!   start a forged log line, move a terminal's cursor or reorder a line;
 //! - the result is cut at a byte limit (on a character boundary, marked
 //!   with `…`), so no single field can flood a log or a journal line.
 
@@ -59,12 +60,13 @@ impl<'a> Scrub<'a> {
     /// for a log line.
     pub fn text(&self, text: &str, max: usize) -> String {
         let replaced = self.replace(text);
-        let escaped = if replaced.chars().any(char::is_control) {
+        let shown = |c: char| !c.is_control() && !crate::terminal::is_bidi_control(c);
+        let escaped = if !replaced.chars().all(shown) {
             Cow::Owned(
                 replaced
                     .chars()
                     .map(|c| {
-                        if c.is_control() {
+                        if !shown(c) {
                             c.escape_default().to_string()
                         } else {
                             c.to_string()

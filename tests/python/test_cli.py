@@ -2,6 +2,7 @@
 cache, and components that must be rejected at load while others serve."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -215,3 +216,84 @@ def test_commands_other_than_serve_log_only_warnings_unless_asked(setup):
         [str(BIN), *setup.args("list")], capture_output=True, text=True, env={**env, "TOOLCAGE_LOG": "info"}, timeout=120
     )
     assert "INFO" in asked.stderr and "tools loaded" in asked.stderr, asked.stderr
+
+
+# What a terminal would act on rather than show (C0 but line feed and tab,
+# DEL, C1, the bidirectional formatting characters): none of it may reach
+# the terminal from text toolcage did not write.
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The hostile guest's `spoof` description (tests/guests/hostile).
+SPOOF = "\x1b]0;owned\x07\x1b[2J\x1b[1A\r\x9b31mSAFE \u202etxt.exe"
+
+
+def strings(value):
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in strings(item)]
+
+
+def test_what_tools_and_clients_wrote_is_shown_escaped_never_obeyed_by_the_terminal(setup, tmp_path):
+    setup.add("hostile")
+    journal = tmp_path / "journal.jsonl"
+    setup.write_config(f'[journal]\npath = "{journal}"\n')
+
+    # `list`: a community tool's description is read by the operator
+    # before anything is granted.
+    listing = setup.run()
+    assert listing.returncode == 0, listing.stderr
+    assert not HIDDEN.search(listing.stdout), repr(listing.stdout)
+    assert r"\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[1A\u{d}\u{9b}31mSAFE \u{202e}txt.exe" in listing.stdout
+    # As JSON, the same value, with every such character as a JSON escape.
+    as_json = setup.run("--json")
+    assert not HIDDEN.search(as_json.stdout)
+    tools = {t["name"]: t for t in json.loads(as_json.stdout)["files"][0]["tools"]}
+    assert tools["spoof"]["description"] == SPOOF
+    for api in ["openai", "anthropic", "gemini"]:
+        declared = setup.run("--format", api)
+        assert declared.returncode == 0 and not HIDDEN.search(declared.stdout), api
+        assert SPOOF in strings(json.loads(declared.stdout)), api
+
+    # `call`: the tool's log and progress (stderr), its error (stdout, JSON).
+    said = "\x1b[31mred\x1b[0m\r\u2066over\u2069\x07\x9b2J"
+    call = setup.run("spoof", json.dumps({"text": said}), command="call")
+    assert call.returncode == 1, call.stderr
+    assert not HIDDEN.search(call.stdout) and not HIDDEN.search(call.stderr), repr(call.stderr)
+    assert r"\u{1b}[31mred" in call.stderr
+    assert json.loads(call.stdout)["content"][0]["text"] == said
+
+    # `journal`: a line with a client's name and a tool's error in every
+    # field the text form prints.
+    with journal.open("a") as f:
+        f.write(
+            json.dumps(
+                {
+                    "time": "2026-12-02T00:00:00Z" + SPOOF,
+                    "unix_ms": 1,
+                    "tool": "t" + SPOOF,
+                    "outcome": "error" + SPOOF,
+                    "message": SPOOF,
+                    "client": {"transport": "http", "name": SPOOF, "session": SPOOF},
+                    "arguments": {"a": SPOOF},
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+        fields = ["time", "tool", "task", "status", "run", "model", "ending", "message"]
+        for event in ["task", "agent"]:
+            line = {"event": event, "unix_ms": 1, **{k: SPOOF for k in fields}}
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    text = setup.run(command="journal")
+    assert text.returncode == 0, text.stderr
+    assert not HIDDEN.search(text.stdout), repr(text.stdout)
+    assert text.stdout.count(r"\u{202e}txt.exe") >= 5
+    lines = setup.run("--json", command="journal")
+    assert not HIDDEN.search(lines.stdout)
+    parsed = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert parsed[-3]["client"]["name"] == SPOOF and parsed[-1]["model"] == SPOOF
+
+    # An error that quotes what a client passed.
+    unknown = setup.run("no\x1b[2Jtool", command="call")
+    assert unknown.returncode == 2 and not HIDDEN.search(unknown.stderr), repr(unknown.stderr)

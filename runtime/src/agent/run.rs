@@ -36,6 +36,7 @@ use super::formats::{Declarations, Format, declare};
 use crate::call::ClientServices;
 use crate::dispatch::{CallContext, CallOutput, DispatchError, Dispatcher, Lane};
 use crate::journal::ClientId;
+use crate::terminal::for_terminal;
 
 /// The most a model reply may be, in bytes.
 pub const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
@@ -710,22 +711,6 @@ impl Stream {
             tokens: self.tokens,
         })
     }
-}
-
-/// The model's text made safe for a terminal: control characters (an
-/// escape sequence could rewrite the screen, or what the person is about
-/// to confirm) and bidirectional overrides (which reorder what is shown)
-/// dropped, but for line ends and tabs.
-pub fn for_terminal(text: &str) -> String {
-    text.chars()
-        .filter(|&c| (!c.is_control() || c == '\n' || c == '\t') && !is_bidi_control(c))
-        .collect()
-}
-
-/// The Unicode bidirectional formatting characters (embeddings,
-/// overrides, isolates, marks).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A run's id: 64 random bits, hex.

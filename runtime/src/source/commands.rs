@@ -131,7 +131,7 @@ pub async fn update(
             Ok(line) => writeln!(out, "{line}").map_err(written)?,
             Err(why) => {
                 all_ok = false;
-                eprintln!("toolcage: {why}");
+                eprintln!("toolcage: {}", crate::terminal::escaped(&why));
             }
         }
     }
