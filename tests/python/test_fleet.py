@@ -66,6 +66,47 @@ async def test_modern_clients_round_robin_and_a_retry_lands_on_any_replica(fleet
         assert any(l.get("tool") == "test_input_required_result_elicitation" and l["outcome"] == "ok" for l in other.journal_lines())
 
 
+async def test_a_confirmation_answered_on_another_replica_runs_the_call_there(tmp_path, cache_dir):
+    # A destructive call's confirmation is an input request on 2026-07-28:
+    # the user's answer may come back through the balancer to any replica.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "victim.txt").write_text("keep me")
+    roots = f'\n[defaults]\nroots = [{{ path = "{data}", mode = "rw" }}]\n'
+    f = Fleet(tmp_path, cache_dir, ["fs"], extra_config=roots)
+    try:
+        victim = {"path": str(data / "victim.txt")}
+        async with http_session(f.url, MODERN, elicitation_callback=answering({"confirm": True})) as client:
+            first = await client.call_tool("delete_file", victim, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [(key, question)] = first.input_requests.items()
+        assert question.method == "elicitation/create" and "delete_file" in question.params.message
+        assert (data / "victim.txt").read_text() == "keep me"
+        [(asked_on, _)] = [(n, line) for n, line in _lines(f, "delete_file") if line["outcome"] == "input_required"]
+        other = next(r for r in f.replicas if r.name != asked_on)
+        answer = {key: {"action": "accept", "content": {"confirm": True}}}
+        asked_again = []
+
+        async def never(_ctx, params):  # the answer comes with the retry
+            asked_again.append(params)
+            return types.ElicitResult(action="decline")
+
+        async with http_session(f"http://127.0.0.1:{other.port}/mcp", MODERN, elicitation_callback=never) as client:
+            # An answer to another call's question does not confirm this one.
+            other_file = {"path": str(data / "other.txt")}
+            (data / "other.txt").write_text("keep me too")
+            with pytest.raises(MCPError, match="belongs to another tool call"):
+                await client.call_tool("delete_file", other_file, input_responses=answer, request_state=first.request_state)
+            assert (data / "other.txt").exists()
+            done = await client.call_tool("delete_file", victim, input_responses=answer, request_state=first.request_state)
+            assert not done.is_error, text_of(done)
+        assert not (data / "victim.txt").exists() and asked_again == []
+        ran = [line for line in other.journal_lines() if line.get("tool") == "delete_file" and line["outcome"] == "ok"]
+        assert len(ran) == 1
+    finally:
+        f.stop()
+
+
 def _lines(fleet, tool):
     return [(r.name, line) for r in fleet.replicas for line in r.journal_lines() if line.get("tool") == tool]
 
