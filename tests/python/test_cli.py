@@ -297,3 +297,21 @@ def test_what_tools_and_clients_wrote_is_shown_escaped_never_obeyed_by_the_termi
     # An error that quotes what a client passed.
     unknown = setup.run("no\x1b[2Jtool", command="call")
     assert unknown.returncode == 2 and not HIDDEN.search(unknown.stderr), repr(unknown.stderr)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_file_name_in_the_log_is_shown_escaped(setup, log_format):
+    # Anyone who can write to the tools folder names its files.
+    name = "bad\x1b]0;owned\x07\u202e.wasm"
+    (setup.tools_dir / name).write_bytes(b"not wasm")
+    listing = subprocess.run(
+        [str(BIN), "--log-format", log_format, *setup.args("list")], capture_output=True, text=True, timeout=120
+    )
+    assert listing.returncode == 1
+    assert "skipping tool component" in listing.stderr
+    assert not HIDDEN.search(listing.stderr) and not HIDDEN.search(listing.stdout), repr(listing.stderr)
+    if log_format == "json":
+        [line] = [json.loads(line) for line in listing.stderr.splitlines()]
+        assert line["fields"]["file"].endswith(name)
+    else:
+        assert r"bad\u{1b}]0;owned\u{7}\u{202e}.wasm" in listing.stderr

@@ -147,7 +147,8 @@ const TERMINAL_HINT: &str = "toolcage serve speaks MCP on stdin/stdout and waits
     the MCP Inspector (`npx @modelcontextprotocol/inspector toolcage serve`); \
     `toolcage list` shows the tools and `toolcage call TOOL '{...}'` runs one. Ctrl-D ends it.";
 
-/// Logs go to stderr, never stdout: over stdio, stdout is the protocol.
+/// Logs go to stderr, never stdout: over stdio, stdout is the protocol;
+/// through `terminal::Guard`, like everything else the CLI prints.
 /// `quiet` (every command but `serve`, and `serve` on a terminal):
 /// warnings and errors only, unless `TOOLCAGE_LOG` says otherwise.
 fn init_tracing(quiet: bool, format: LogFormat) {
@@ -155,8 +156,14 @@ fn init_tracing(quiet: bool, format: LogFormat) {
         .unwrap_or_else(|_| if quiet { "warn".into() } else { String::new() });
     let filter = tracing_subscriber::EnvFilter::try_new(log_filter(&wanted))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_filter("")));
+    // A log line can quote a file name anyone who can write to the tools
+    // folder chose, or a registry's text: shown escaped, never obeyed.
+    let form = match format {
+        LogFormat::Text => Form::Text,
+        LogFormat::Json => Form::Json,
+    };
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(move || terminal::Guard::new(std::io::stderr(), form))
         .with_ansi(false)
         .with_env_filter(filter);
     match format {
