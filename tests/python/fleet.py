@@ -83,6 +83,29 @@ class Redis:
             self.proc.kill()
             self.proc.wait(timeout=30)
 
+    def command(self, *args: str):
+        """One command, its reply parsed (RESP2: integers, bulk strings,
+        arrays of them): enough to look at what toolcage keeps."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            request = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
+            sock.sendall(request.encode())
+            reader = sock.makefile("rb")
+
+            def read():
+                line = reader.readline().rstrip(b"\r\n")
+                kind, rest = line[:1], line[1:]
+                if kind == b":":
+                    return int(rest)
+                if kind == b"$":
+                    return None if int(rest) < 0 else reader.read(int(rest) + 2)[:-2]
+                if kind == b"*":
+                    return [read() for _ in range(int(rest))]
+                if kind == b"+":
+                    return rest.decode()
+                raise RuntimeError(f"redis: {line!r}")
+
+            return read()
+
 
 class Replica:
     """One `toolcage serve --http` on a fixed loopback port, so it can be

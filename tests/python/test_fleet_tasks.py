@@ -9,6 +9,9 @@ to it."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 from mcp import MCPError
@@ -198,3 +201,68 @@ async def test_without_the_store_a_task_is_unknown_elsewhere_and_clear_when_redi
             assert (await wait_for(client, again, {"completed"})).status == "completed"
     finally:
         shared.stop()
+
+
+async def test_commands_waiting_for_a_replica_that_does_not_take_them_are_bounded(fleet, redis):
+    r1, r2, _ = fleet.replicas
+    done = await start(r1, "slow_compute", {"seconds": 0, "label": "done"})
+    asking = await start(r1, "multi_input", {})
+    async with on(r2) as client:
+        await wait_for(client, done, {"completed"})
+        await wait_for(client, asking, {"input_required"})
+
+    def inboxes():
+        return {k.decode(): redis.command("LLEN", k.decode()) for k in redis.command("KEYS", "toolcage:inbox:*")}
+
+    def waiting_bytes():
+        counts = redis.command("KEYS", "toolcage:inbox-bytes:*")
+        return sum(int(redis.command("GET", k.decode())) for k in counts)
+
+    os.kill(r1.proc.pid, signal.SIGSTOP)  # alive, but taking nothing
+    try:
+        async with on(r2) as client:
+            # A task that ended takes no cancel and no answers: nothing is sent.
+            for _ in range(20):
+                await cancel_task(client, done)
+                await update_task(client, done, {"x": {"action": "decline"}})
+            assert inboxes() == {}
+            # Answers to a question nobody asked, 1 MiB each: refused, with a
+            # clear message, once 64 MiB wait.
+            big = {"nope": {"action": "accept", "content": {"v": "x" * (1 << 20)}}}
+            sent = 0
+            with pytest.raises(MCPError) as full:
+                while sent < 100:
+                    await update_task(client, asking, big)
+                    sent += 1
+            assert "retry shortly" in full.value.error.message, full.value.error.message
+            assert 60 <= sent < 64
+            assert list(inboxes().values()) == [sent]
+            assert sent << 20 < waiting_bytes() <= 64 << 20
+    finally:
+        os.kill(r1.proc.pid, signal.SIGCONT)
+    # r1 takes what waited (an answer to no question changes nothing), and
+    # its inbox and count are gone with the last command.
+    await until(lambda: inboxes() == {} and waiting_bytes() == 0, timeout=30)
+
+    os.kill(r1.proc.pid, signal.SIGSTOP)
+    try:
+        async with on(r2) as client:
+            small = {"nope": {"action": "decline"}}
+            for _ in range(1024):
+                await update_task(client, asking, small)
+            with pytest.raises(MCPError) as full:
+                await update_task(client, asking, small)
+            assert "1024 commands" in full.value.error.message
+            assert list(inboxes().values()) == [1024]
+    finally:
+        os.kill(r1.proc.pid, signal.SIGCONT)
+    await until(lambda: inboxes() == {} and waiting_bytes() == 0, timeout=30)
+    # The task still waits for its real answers, and finishes with them.
+    async with on(r2) as client:
+        with anyio.fail_after(30):
+            while len((await get_task(client, asking)).input_requests or {}) < 2:
+                await anyio.sleep(0.05)
+        answers = {"first": {"action": "accept", "content": {"name": "one"}}, "second": {"action": "decline"}}
+        await update_task(client, asking, answers)
+        state = await wait_for(client, asking, {"completed"})
+    assert "one" in str(state.result)

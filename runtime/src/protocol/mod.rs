@@ -714,6 +714,8 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         match self.tasks.find(&task_owner(&ctx), &request.task_id).await? {
             tasks::Found::Local(entry) => entry.update(request.input_responses),
+            // An ended task takes no answers: nothing to send.
+            tasks::Found::Remote(record) if record.ended() => Ok(()),
             tasks::Found::Remote(record) => {
                 let bytes: usize = request
                     .input_responses
@@ -750,6 +752,8 @@ impl ServerHandler for McpServer {
                 self.tasks.cancel(&entry);
                 Ok(())
             }
+            // Cancelling an ended task changes nothing, as here.
+            tasks::Found::Remote(record) if record.ended() => Ok(()),
             tasks::Found::Remote(record) => {
                 let command = tasks::store::Command::Cancel {
                     task: request.task_id,

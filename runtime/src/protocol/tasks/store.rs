@@ -10,7 +10,12 @@
 //!   expiring with the task's time to live.
 //! - `PREFIX:inbox:REPLICA`: a list of [`Command`]s (`tasks/update`
 //!   answers, `tasks/cancel`) that other replicas received for tasks this
-//!   one runs; it takes them every [`INBOX_POLL`].
+//!   one runs; it takes them every [`INBOX_POLL`]. At most
+//!   [`INBOX_MAX_COMMANDS`] and [`INBOX_MAX_BYTES`] wait at once
+//!   (`PREFIX:inbox-bytes:REPLICA` counts the bytes; a script pushes and
+//!   takes, so count and list agree): past them a command is refused, so
+//!   clients flooding a replica that is slow or stopped cannot fill the
+//!   store.
 //! - `PREFIX:lease:REPLICA`: set from the replica's first task on, while
 //!   it lives, refreshed every [`INBOX_POLL`], expiring after [`LEASE`]. A record whose replica has no
 //!   lease is a task whose replica died: it reads as failed.
@@ -20,7 +25,7 @@
 //! without saying so.
 //!
 //! Invariants: a record is written only by its task's replica, so no two
-//! writers race; every key expires (records with their task, inboxes and
+//! writers race; an inbox is bounded in commands and bytes; every key expires (records with their task, inboxes and
 //! leases within seconds of their replica's end); what a record holds is
 //! what `tasks/get` would answer its owner, and no more (the owner is a
 //! digest); a record read back is size-capped and parsed under a budget.
@@ -45,6 +50,49 @@ const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 /// Most commands taken from the inbox at once.
 const INBOX_BATCH: usize = 256;
 
+/// Most commands an inbox holds; past it, sending one is refused.
+pub const INBOX_MAX_COMMANDS: usize = 1024;
+
+/// Most bytes of commands an inbox holds (a command carries at most
+/// `MAX_ANSWER_BYTES` of answers); past it, sending one is refused.
+pub const INBOX_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Push `ARGV[1]` to the inbox `KEYS[1]` unless it holds `ARGV[2]`
+/// commands or would hold more than `ARGV[3]` bytes (counted in
+/// `KEYS[2]`); both keys expire after `ARGV[4]` ms. 1: pushed, 0: full.
+const PUSH: &str = r"
+local waiting = redis.call('LLEN', KEYS[1])
+local bytes = tonumber(redis.call('GET', KEYS[2]) or '0')
+if waiting >= tonumber(ARGV[2]) or bytes + string.len(ARGV[1]) > tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('INCRBY', KEYS[2], string.len(ARGV[1]))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 1
+";
+
+/// Renew the lease `KEYS[1]` for `ARGV[1]` ms and take up to `ARGV[2]`
+/// commands from the inbox `KEYS[2]`, taking their bytes off its count
+/// `KEYS[3]` (gone with the last command).
+const TAKE: &str = r"
+redis.call('SET', KEYS[1], 1, 'PX', ARGV[1])
+local taken = redis.call('LPOP', KEYS[2], ARGV[2])
+if not taken then
+  redis.call('DEL', KEYS[3])
+  return {}
+end
+local bytes = 0
+for _, command in ipairs(taken) do
+  bytes = bytes + string.len(command)
+end
+if redis.call('LLEN', KEYS[2]) == 0 or redis.call('DECRBY', KEYS[3], bytes) <= 0 then
+  redis.call('DEL', KEYS[3])
+end
+return taken
+";
+
 /// A task as the store keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
@@ -54,6 +102,17 @@ pub struct Record {
     pub replica: String,
     /// The `tasks/get` answer (`DetailedTask`) as of the last change.
     pub task: Value,
+}
+
+impl Record {
+    /// Whether the task had ended when its record was written: an end is
+    /// final, so an answer or a cancel for it need not be sent.
+    pub fn ended(&self) -> bool {
+        matches!(
+            self.task.get("status").and_then(Value::as_str),
+            Some("completed" | "failed" | "cancelled")
+        )
+    }
 }
 
 /// What another replica asks of the one running a task.
@@ -158,31 +217,35 @@ impl Store {
             .map_err(|e| format!("the task store's record is not a task record: {e}"))
     }
 
-    /// Send `command` to `replica`, the one running its task.
+    /// Send `command` to `replica`, the one running its task; refused
+    /// while its inbox is full.
     pub async fn send(&self, replica: &str, command: &Command) -> Result<(), String> {
         let text = serde_json::to_string(command).map_err(|e| e.to_string())?;
-        let inbox = self.key("inbox", replica);
         // The inbox dies with its replica (its lease's life, doubled). A
         // command sent twice (a retry after a dropped reply) is harmless:
         // answers to keys already answered and a second cancel change
         // nothing.
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("RPUSH")
-            .arg(&inbox)
-            .arg(text)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&inbox)
-            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX) * 2)
-            .ignore();
-        let mut connection = self.connection.clone();
-        match pipe.query_async::<()>(&mut connection).await {
-            Err(error) if reconnecting(&error) => pipe
-                .query_async::<()>(&mut connection)
-                .await
-                .map_err(unreachable),
-            done => done.map_err(unreachable),
+        let pushed: bool = self
+            .query(
+                redis::cmd("EVAL")
+                    .arg(PUSH)
+                    .arg(2)
+                    .arg(self.key("inbox", replica))
+                    .arg(self.key("inbox-bytes", replica))
+                    .arg(text)
+                    .arg(INBOX_MAX_COMMANDS)
+                    .arg(INBOX_MAX_BYTES)
+                    .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX) * 2),
+            )
+            .await?;
+        if pushed {
+            Ok(())
+        } else {
+            Err(format!(
+                "the replica running this task has {INBOX_MAX_COMMANDS} commands or \
+                 {} MiB waiting for it in the task store; retry shortly",
+                INBOX_MAX_BYTES >> 20
+            ))
         }
     }
 
@@ -222,20 +285,18 @@ impl Store {
     /// Renew this replica's lease and take what its inbox holds (commands
     /// that do not parse are dropped, with a warning).
     pub async fn renew_and_take(&self) -> Result<Vec<Command>, String> {
-        let (_, taken): ((), Option<Vec<Vec<u8>>>) = redis::pipe()
-            .cmd("SET")
+        let taken: Vec<Vec<u8>> = redis::cmd("EVAL")
+            .arg(TAKE)
+            .arg(3)
             .arg(self.key("lease", &self.replica))
-            .arg(1)
-            .arg("PX")
-            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
-            .cmd("LPOP")
             .arg(self.key("inbox", &self.replica))
+            .arg(self.key("inbox-bytes", &self.replica))
+            .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
             .arg(INBOX_BATCH)
             .query_async(&mut self.connection.clone())
             .await
             .map_err(unreachable)?;
         Ok(taken
-            .unwrap_or_default()
             .into_iter()
             .filter_map(|text| match serde_json::from_slice(&text) {
                 Ok(command) => Some(command),
