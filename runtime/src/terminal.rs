@@ -100,6 +100,15 @@ impl<W: Write> Guard<W> {
 
 impl<W: Write> Write for Guard<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Most output is printable ASCII: passed on as it is.
+        if self.carry.is_empty()
+            && buf
+                .iter()
+                .all(|&b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+        {
+            self.inner.write_all(buf)?;
+            return Ok(buf.len());
+        }
         let mut bytes = std::mem::take(&mut self.carry);
         bytes.extend_from_slice(buf);
         let mut out = String::with_capacity(bytes.len());
