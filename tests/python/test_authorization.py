@@ -211,6 +211,13 @@ async def test_two_callers_see_and_run_only_what_their_policy_allows(protected, 
         assert READER_TOOLS < listed and {"write_file", "fetch"} <= listed, listed
         secret = await writer.call_tool("read_text_file", {"path": str(protected.data / "private" / "secret.txt")})
         assert not secret.is_error and text_of(secret) == "private", text_of(secret)
+    # The journal is written by its own thread, a little after the reply.
+    await until(
+        lambda: any(
+            e["tool"] == "read_text_file" and e["client"].get("caller", {}).get("client_id") == "writer"
+            for e in read_journal(protected.journal)
+        )
+    )
     entries = read_journal(protected.journal)
     by_policy = {}
     for entry in entries:

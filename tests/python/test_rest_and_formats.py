@@ -8,6 +8,7 @@ against each API's own published types (the official `openai`,
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 import pytest
@@ -126,7 +127,13 @@ def test_destructive_tools_need_the_operators_opt_in(rest):
     written = request("POST", rest.base + "/tool", {"tool": "write_file", "parameters": {"path": str(rest.data / "b.txt"), "content": "beta"}}, AUTH)
     assert written[0] == 200 and written[1]["error"] is None, written
     assert (rest.data / "b.txt").read_text() == "beta"
-    lines = [l for l in read_journal(rest.journal) if l["client"]["transport"] == "rest"]
+    # The journal is written by its own thread, a little after the reply.
+    deadline = time.monotonic() + 20
+    while True:
+        lines = [l for l in read_journal(rest.journal) if l["client"]["transport"] == "rest"]
+        if "write_file" in {l["tool"] for l in lines} or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert {l["tool"] for l in lines} >= {"write_file"} and all(l["tool"] != "delete_file" for l in lines)
 
 
