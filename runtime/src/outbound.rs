@@ -350,7 +350,7 @@ pub fn printable(text: &str, max: usize) -> String {
         .chars()
         .take(max)
         .map(|c| {
-            if c.is_control() || crate::terminal::is_bidi_control(c) {
+            if crate::terminal::is_control_or_bidi(c) {
                 ' '
             } else {
                 c

@@ -60,13 +60,13 @@ impl<'a> Scrub<'a> {
     /// for a log line.
     pub fn text(&self, text: &str, max: usize) -> String {
         let replaced = self.replace(text);
-        let shown = |c: char| !c.is_control() && !crate::terminal::is_bidi_control(c);
-        let escaped = if !replaced.chars().all(shown) {
+        use crate::terminal::is_control_or_bidi;
+        let escaped = if replaced.chars().any(is_control_or_bidi) {
             Cow::Owned(
                 replaced
                     .chars()
                     .map(|c| {
-                        if !shown(c) {
+                        if is_control_or_bidi(c) {
                             c.escape_default().to_string()
                         } else {
                             c.to_string()

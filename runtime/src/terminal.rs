@@ -16,16 +16,23 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-/// Whether a terminal may act on `c` rather than show it: control
-/// characters (C0, DEL and C1) but line feed and tab, and the Unicode
-/// bidirectional formatting characters.
+/// Whether a terminal or a log reader may act on `c` rather than show it:
+/// control characters (C0, DEL and C1, line ends included) and the
+/// Unicode bidirectional formatting characters. What `redact` escapes in
+/// a log or journal field.
+pub fn is_control_or_bidi(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
+}
+
+/// [`is_control_or_bidi`] but for line feed and tab, which a command's
+/// output is made of.
 pub fn hidden(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+    is_control_or_bidi(c) && c != '\n' && c != '\t'
 }
 
 /// The Unicode bidirectional formatting characters (embeddings,
 /// overrides, isolates, marks).
-pub fn is_bidi_control(c: char) -> bool {
+fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -39,7 +46,7 @@ pub fn for_terminal(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` with what a terminal would act on written out as an escape
-/// (`\u{1b}`), for one line of a message.
+/// (`\u{1b}`, `\r`), for one line of a message.
 pub fn escaped(text: &str) -> Cow<'_, str> {
     if text.chars().any(hidden) {
         let mut out = String::with_capacity(text.len() + 8);
@@ -53,7 +60,8 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
 /// How [`Guard`] writes a hidden character.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
-    /// `\u{1b}`, as Rust writes it: for text.
+    /// `\u{1b}`, `\r`, as Rust writes them (and as `redact` does in the
+    /// log and the journal): for text.
     Text,
     /// `\u001b`: for JSON output, where such a character can only be
     /// inside a string, so the escape means the same character and the
@@ -68,11 +76,13 @@ fn push_escaped(text: &str, form: Form, out: &mut String) {
             out.push(c);
             continue;
         }
-        let _ = match form {
-            Form::Text => write!(out, "\\u{{{:x}}}", c as u32),
+        match form {
+            Form::Text => out.extend(c.escape_default()),
             // Every hidden character is in the Basic Multilingual Plane.
-            Form::Json => write!(out, "\\u{:04x}", c as u32),
-        };
+            Form::Json => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+        }
     }
 }
 
@@ -158,13 +168,13 @@ impl<W: Write> Drop for Guard<W> {
 }
 
 /// Standard output, guarded in `form`.
-pub fn stdout(form: Form) -> Guard<io::StdoutLock<'static>> {
-    Guard::new(io::stdout().lock(), form)
+pub fn stdout(form: Form) -> Guard<io::Stdout> {
+    Guard::new(io::stdout(), form)
 }
 
-/// Standard error, guarded as text.
-pub fn stderr() -> Guard<io::StderrLock<'static>> {
-    Guard::new(io::stderr().lock(), Form::Text)
+/// Standard error, guarded in `form`.
+pub fn stderr(form: Form) -> Guard<io::Stderr> {
+    Guard::new(io::stderr(), form)
 }
 
 #[cfg(test)]
@@ -187,7 +197,7 @@ mod tests {
         let attack = "ok\x1b[2J\u{9b}31m\r\u{202E}txt.exe\u{202C}\tdone\n";
         assert_eq!(
             through(Form::Text, &[attack.as_bytes()]),
-            "ok\\u{1b}[2J\\u{9b}31m\\u{d}\\u{202e}txt.exe\\u{202c}\tdone\n"
+            "ok\\u{1b}[2J\\u{9b}31m\\r\\u{202e}txt.exe\\u{202c}\tdone\n"
         );
         assert_eq!(escaped(attack), through(Form::Text, &[attack.as_bytes()]));
         assert_eq!(for_terminal(attack), "ok[2J31mtxt.exe\tdone\n");

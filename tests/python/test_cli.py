@@ -244,7 +244,7 @@ def test_what_tools_and_clients_wrote_is_shown_escaped_never_obeyed_by_the_termi
     listing = setup.run()
     assert listing.returncode == 0, listing.stderr
     assert not HIDDEN.search(listing.stdout), repr(listing.stdout)
-    assert r"\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[1A\u{d}\u{9b}31mSAFE \u{202e}txt.exe" in listing.stdout
+    assert r"\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[1A\r\u{9b}31mSAFE \u{202e}txt.exe" in listing.stdout
     # As JSON, the same value, with every such character as a JSON escape.
     as_json = setup.run("--json")
     assert not HIDDEN.search(as_json.stdout)

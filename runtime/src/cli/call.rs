@@ -38,7 +38,7 @@ pub(crate) async fn run(
     let events: toolcage::call::EventSink = Arc::new(|event| match event {
         // The tool's own words: shown, never obeyed by the terminal.
         GuestEvent::Log { level, message } => {
-            let _ = writeln!(terminal::stderr(), "[{level:?}] {message}");
+            let _ = writeln!(terminal::stderr(Form::Text), "[{level:?}] {message}");
         }
         GuestEvent::Progress {
             done,
@@ -46,7 +46,7 @@ pub(crate) async fn run(
             message,
         } => {
             let _ = writeln!(
-                terminal::stderr(),
+                terminal::stderr(Form::Text),
                 "[progress] {done}{} {}",
                 total.map(|t| format!("/{t}")).unwrap_or_default(),
                 message.unwrap_or_default()

@@ -83,10 +83,9 @@ fn print_declarations(host: &Host, api: Format) -> anyhow::Result<()> {
     let declarations = declare(catalog.tools.values().map(|t| &t.spec.descriptor), api);
     for (function, tool) in &declarations.names {
         if function != tool {
-            eprintln!(
-                "toolcage: tool `{tool}` is declared as `{}` (the API's name rules)",
-                terminal::escaped(function)
-            );
+            // Both names are checked ones (tool names at load, function
+            // names by the API's pattern): nothing to escape.
+            eprintln!("toolcage: tool `{tool}` is declared as `{function}` (the API's name rules)");
         }
     }
     let out = match api {

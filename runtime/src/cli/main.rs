@@ -74,12 +74,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Where `add`, `update`, `remove` and `publish` report: stdout, guarded
-/// (they show a registry's tags and a component's imports).
-fn installing_out() -> terminal::Guard<std::io::Stdout> {
-    terminal::Guard::new(std::io::stdout(), Form::Text)
-}
-
 /// A runtime from `builder` with what every thread of ours needs.
 fn runtime(builder: &mut tokio::runtime::Builder) -> std::io::Result<tokio::runtime::Runtime> {
     builder
@@ -163,7 +157,7 @@ fn init_tracing(quiet: bool, format: LogFormat) {
         LogFormat::Json => Form::Json,
     };
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || terminal::Guard::new(std::io::stderr(), form))
+        .with_writer(move || terminal::stderr(form))
         .with_ansi(false)
         .with_env_filter(filter);
     match format {
@@ -279,7 +273,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
         } => {
             use toolcage::source::commands::add;
             add(
-                &mut installing_out(),
+                &mut terminal::stdout(Form::Text),
                 &options(&common)?,
                 &trust.flags(),
                 &source,
@@ -298,7 +292,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
         } => {
             use toolcage::source::commands::update;
             let all_ok = update(
-                &mut installing_out(),
+                &mut terminal::stdout(Form::Text),
                 &options(&common)?,
                 &trust.flags(),
                 name.as_deref(),
@@ -313,8 +307,12 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
             })
         }
         Command::Remove { common, name } => {
-            toolcage::source::commands::remove(&mut installing_out(), &options(&common)?, &name)
-                .map_err(anyhow::Error::msg)?;
+            toolcage::source::commands::remove(
+                &mut terminal::stdout(Form::Text),
+                &options(&common)?,
+                &name,
+            )
+            .map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Publish {
@@ -325,7 +323,7 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
         } => {
             let sign = sign.map(|k| expand_tilde(&k));
             toolcage::source::commands::publish(
-                &mut installing_out(),
+                &mut terminal::stdout(Form::Text),
                 &options(&common)?,
                 &file,
                 &reference,

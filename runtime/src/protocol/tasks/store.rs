@@ -17,18 +17,20 @@
 //!   clients flooding a replica that is slow or stopped cannot fill the
 //!   store.
 //! - `PREFIX:lease:REPLICA`: set from the replica's first task on, while
-//!   it lives, refreshed every [`INBOX_POLL`], expiring after [`LEASE`]. A record whose replica has no
-//!   lease is a task whose replica died: it reads as failed.
+//!   it lives, refreshed every [`INBOX_POLL`], expiring after [`LEASE`]. A
+//!   record whose replica has no lease is a task whose replica died: it
+//!   reads as failed.
 //!
 //! `REPLICA` is a random id per process (a restarted replica is a new
 //! one), so a record never outlives the process that could finish it
 //! without saying so.
 //!
 //! Invariants: a record is written only by its task's replica, so no two
-//! writers race; an inbox is bounded in commands and bytes; every key expires (records with their task, inboxes and
-//! leases within seconds of their replica's end); what a record holds is
-//! what `tasks/get` would answer its owner, and no more (the owner is a
-//! digest); a record read back is size-capped and parsed under a budget.
+//! writers race; an inbox is bounded in commands and bytes; every key
+//! expires (records with their task, inboxes and leases within seconds of
+//! their replica's end); what a record holds is what `tasks/get` would
+//! answer its owner, and no more (the owner is a digest); a record read
+//! back is size-capped and parsed under a budget.
 
 use std::time::Duration;
 
@@ -108,10 +110,10 @@ impl Record {
     /// Whether the task had ended when its record was written: an end is
     /// final, so an answer or a cancel for it need not be sent.
     pub fn ended(&self) -> bool {
-        matches!(
-            self.task.get("status").and_then(Value::as_str),
-            Some("completed" | "failed" | "cancelled")
-        )
+        self.task
+            .get("status")
+            .and_then(|status| serde_json::from_value(status.clone()).ok())
+            .is_some_and(super::is_terminal)
     }
 }
 
