@@ -255,6 +255,11 @@ pub async fn serve(
             refuse_connection(&stream, http.max_connections);
             continue;
         };
+        // Replies and SSE events are small writes: with Nagle's algorithm a
+        // second event waits for the client's (delayed) ACK of the first.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+        }
         let router = Arc::clone(&router);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let router = Arc::clone(&router);

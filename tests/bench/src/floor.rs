@@ -1,16 +1,25 @@
-//! `floor-server`: the smallest MCP server over stdio, for a floor.
+//! `floor-server`: the smallest MCP server, for a floor.
 //!
-//! One thread, blocking reads and writes, one JSON parse per line and a
-//! constant reply: it answers `initialize`, `tools/list` (one tool, `echo`)
-//! and `tools/call` (`{"content":[{"type":"text","text":"ok"}]}`), and
-//! ignores notifications. Against it, `latency` measures what the
-//! benchmark's client, two pipes and two wake-ups cost with next to no
-//! server: no server can answer a call over stdio faster on the same
-//! machine.
+//! Over stdio ([`serve`]): one thread, blocking reads and writes, one JSON
+//! parse per line and a constant reply: it answers `initialize`,
+//! `tools/list` (one tool, `echo`) and `tools/call`
+//! (`{"content":[{"type":"text","text":"ok"}]}`), and ignores
+//! notifications. Against it, `latency` measures what the benchmark's
+//! client, two pipes and two wake-ups cost with next to no server: no
+//! server can answer a call over stdio faster on the same machine.
+//!
+//! Over HTTP ([`serve_http`]): the same answers to `POST /mcp`, from hyper's
+//! HTTP/1.1 server on tokio's multi-thread runtime, the stack toolcage
+//! serves HTTP with, one task per connection, and nothing else (no header
+//! checks, no MCP library, no sandbox). Against it, `throughput --http`
+//! gives what the client, loopback TCP and hyper cost on this machine: the
+//! ceiling for any server built on them.
 
 use std::io::{BufRead as _, Write as _};
+use std::net::SocketAddr;
 
 use anyhow::Context as _;
+use http_body_util::{BodyExt as _, Full};
 use serde_json::{Value, json};
 
 /// Serve stdin/stdout until stdin closes.
@@ -30,29 +39,93 @@ pub fn serve() -> anyhow::Result<()> {
         let Some(id) = message.get("id") else {
             continue;
         };
-        let result = match message.get("method").and_then(Value::as_str) {
-            Some("initialize") => json!({
-                "protocolVersion": message.pointer("/params/protocolVersion").cloned().unwrap_or(Value::Null),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "floor", "version": env!("CARGO_PKG_VERSION")},
-            }),
-            Some("tools/list") => json!({
-                "tools": [{"name": "echo", "description": "Answers ok.", "inputSchema": {"type": "object"}}],
-            }),
-            Some("tools/call") => {
-                json!({"content": [{"type": "text", "text": "ok"}], "isError": false})
-            }
-            _ => json!({}),
-        };
         reply.clear();
-        serde_json::to_writer(
-            &mut reply,
-            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        )
-        .context("cannot encode a reply")?;
+        serde_json::to_writer(&mut reply, &answer(&message, id))
+            .context("cannot encode a reply")?;
         reply.push(b'\n');
         stdout.write_all(&reply).context("cannot write stdout")?;
         stdout.flush().context("cannot write stdout")?;
     }
     Ok(())
+}
+
+/// The JSON-RPC reply to `message`, a request with `id`.
+fn answer(message: &Value, id: &Value) -> Value {
+    let result = match message.get("method").and_then(Value::as_str) {
+        Some("initialize") => json!({
+            "protocolVersion": message.pointer("/params/protocolVersion").cloned().unwrap_or(Value::Null),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "floor", "version": env!("CARGO_PKG_VERSION")},
+        }),
+        Some("tools/list") => json!({
+            "tools": [{"name": "echo", "description": "Answers ok.", "inputSchema": {"type": "object"}}],
+        }),
+        Some("tools/call") => {
+            json!({"content": [{"type": "text", "text": "ok"}], "isError": false})
+        }
+        _ => json!({}),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Serve `POST /mcp` on `addr` until SIGTERM or SIGINT.
+///
+/// # Errors
+///
+/// The runtime cannot start or the address cannot be bound.
+pub fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
+    // Like toolcage's: a worker per CPU.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .context("cannot handle SIGTERM")?;
+        loop {
+            let stream = tokio::select! {
+                accepted = listener.accept() => accepted.context("accept failed")?.0,
+                _ = terminate.recv() => return Ok(()),
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            };
+            stream.set_nodelay(true).context("cannot set TCP_NODELAY")?;
+            let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+                let body = request.into_body().collect().await?.to_bytes();
+                let reply = match serde_json::from_slice::<Value>(&body) {
+                    Ok(message) => match message.get("id") {
+                        Some(id) => {
+                            let mut response = hyper::Response::new(Full::new(bytes::Bytes::from(
+                                serde_json::to_vec(&answer(&message, id)).unwrap_or_default(),
+                            )));
+                            response.headers_mut().insert(
+                                hyper::header::CONTENT_TYPE,
+                                hyper::header::HeaderValue::from_static("application/json"),
+                            );
+                            response
+                        }
+                        None => {
+                            let mut response = hyper::Response::new(Full::default());
+                            *response.status_mut() = hyper::StatusCode::ACCEPTED;
+                            response
+                        }
+                    },
+                    Err(_) => {
+                        let mut response = hyper::Response::new(Full::default());
+                        *response.status_mut() = hyper::StatusCode::BAD_REQUEST;
+                        response
+                    }
+                };
+                Ok::<_, hyper::Error>(reply)
+            });
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
 }

@@ -51,7 +51,8 @@
 //! - `floor-server`: not a measurement: the smallest MCP stdio server,
 //!   answering from one thread with blocking I/O; `latency` and
 //!   `throughput` against it give the floor set by the client, the pipes
-//!   and the scheduler.
+//!   and the scheduler. With `--http ADDR`, the same over hyper on tokio's
+//!   multi-thread runtime: the floor for HTTP.
 //! - `copies`: not a measurement: N copies of a component, each with a
 //!   custom section appended so that its digest differs, optionally with
 //!   its tool names made distinct (`--rename`), for the many-tools
@@ -154,14 +155,23 @@ enum Command {
     SideBySide(SideBySideArgs),
     /// Write N distinct copies of a component (for the many-tools start-up).
     Copies(CopiesArgs),
-    /// Not a benchmark: the smallest MCP stdio server (one thread, blocking
-    /// I/O, a constant result for every `tools/call` of `echo`), to measure
-    /// what the client and the pipes cost on their own.
-    FloorServer,
+    /// Not a benchmark: the smallest MCP server (over stdio: one thread,
+    /// blocking I/O; with `--http`: hyper on tokio's multi-thread runtime; a
+    /// constant result for every `tools/call` of `echo`), to measure what
+    /// the client and the transport cost on their own.
+    FloorServer(FloorArgs),
     /// In-process: fs tool operations natively, in the sandbox, and through
     /// the dispatcher (needs the `native` feature).
     #[cfg(feature = "native")]
     Native(NativeArgs),
+}
+
+#[derive(Debug, Args)]
+struct FloorArgs {
+    /// Serve `POST /mcp` on this address instead of stdio (e.g.
+    /// `127.0.0.1:{port}`, which the benchmark fills in).
+    #[arg(long)]
+    http: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -396,7 +406,8 @@ fn main() -> ExitCode {
     // These are not async, or bring a runtime of their own.
     let result = match cli.command {
         Command::Copies(args) => copies(&args),
-        Command::FloorServer => floor::serve(),
+        Command::FloorServer(FloorArgs { http: None }) => floor::serve(),
+        Command::FloorServer(FloorArgs { http: Some(addr) }) => floor::serve_http(addr),
         #[cfg(feature = "native")]
         Command::Native(args) => args
             .ops
@@ -441,7 +452,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Reload(args) => reload(args).await,
             Command::SideBySide(args) => side_by_side(args).await,
             // Handled in `main`.
-            Command::Copies(_) | Command::FloorServer => Ok(()),
+            Command::Copies(_) | Command::FloorServer(_) => Ok(()),
             #[cfg(feature = "native")]
             Command::Native(_) => Ok(()),
         }
