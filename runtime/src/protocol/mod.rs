@@ -7,10 +7,13 @@
 //! (2025-06-18, 2025-11-25) or the stateless 2026-07-28 one, and
 //! `ctx.protocol_version()` tells each request which.
 //!
-//! The handler is here; the rooms beside it: `shape` (every mapping of a
-//! guest's descriptors and results to the wire, and the table of cases
-//! that pins it), `notify` (list changes, resource updates and warnings to
-//! clients) and `events` (a call's log and progress as notifications).
+//! The handler is here; the rooms beside it: `call` (`tools/call`, in its
+//! request or as a task), `request` (what a request carries besides its
+//! params: revision, caller, declared capabilities, replay answers),
+//! `shape` (every mapping of a guest's descriptors and results to the
+//! wire, and the table of cases that pins it), `notify` (list changes,
+//! resource updates and warnings to clients), `events` (a call's log and
+//! progress as notifications) and `tasks`.
 //!
 //! What this layer adds to rmcp:
 //! - `logging/setLevel` is remembered per connection (rmcp answers -32601
@@ -24,8 +27,10 @@
 
 #![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
 
+mod call;
 mod events;
 mod notify;
+mod request;
 mod shape;
 mod tasks;
 
@@ -33,8 +38,10 @@ pub use notify::{ListKind, Notifier};
 pub use shape::{to_mcp_result, to_mcp_tool};
 pub use tasks::Tasks;
 
-use events::{EventForwarder, from_mcp_level};
+use call::task_support;
+use events::from_mcp_level;
 use notify::{MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS, Subscribed, bounded};
+use request::{caller, client_services, is_stateless, task_owner};
 use shape::{input_required, to_mcp_prompt, to_mcp_resource, to_mcp_template};
 
 use std::collections::BTreeSet;
@@ -42,32 +49,22 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ServerCapabilities, ServerInfo, SetLevelRequestParams,
-    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ServerCapabilities, ServerInfo, SetLevelRequestParams, SubscribeRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
-use crate::auth::{self, Caller};
-use tokio_util::sync::CancellationToken;
-
-use crate::call::{
-    ClientServices, CompletionRequest, CompletionTarget, GuestEvent, LogLevel, TaskStart,
-    TaskSupport,
-};
-use crate::config::ClientNeeds;
-use crate::dispatch::{CallContext, DispatchError, Dispatcher, Lane, ServeError};
+use crate::auth;
+use crate::call::{CompletionRequest, CompletionTarget, LogLevel};
+use crate::dispatch::{Dispatcher, ServeError};
 use crate::grants::files::file_uri_path;
-use crate::journal::{CallerRecord, ClientId};
-use crate::services::{
-    self, Capabilities, PeerServices, ReplayServices, call_digest, verify_state,
-};
 
 /// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
 /// reload can change the set at any moment and change notifications only
@@ -103,267 +100,6 @@ pub struct McpServer {
     subscribed: Subscribed,
     /// The server's tasks, across connections.
     tasks: Arc<Tasks>,
-}
-
-impl McpServer {
-    /// `tools/call`, on the lane [`Lanes::handle`](crate::dispatch::Lanes::handle) gave it.
-    async fn handle_call(
-        &self,
-        mut request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-        lane: Lane,
-    ) -> Result<CallToolResponse, McpError> {
-        let stateless = is_stateless(&ctx);
-        let declared = declared_needs(&ctx);
-        if stateless
-            && declared.tasks
-            && let Some(start) = self.task_start(&request.name, &ctx)
-        {
-            return self.handle_task_call(request, ctx, declared, start).await;
-        }
-        let client_roots = self.client_roots(&ctx.peer, stateless).await;
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let (services, replay) = client_services(
-            self.dispatcher.config().state_keys.as_ref(),
-            &ctx,
-            &request.name,
-            &arguments,
-            request.request_state.as_deref(),
-            request.input_responses.take(),
-        )?;
-        // The forwarder's task starts with the first event worth sending:
-        // most calls send none, and a task per call is a thread hand-off
-        // per call.
-        let forwarder = EventForwarder::new(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.wanted_log_level(&ctx),
-        );
-        let events = forwarder.sink();
-        let result = self
-            .dispatcher
-            .call(
-                &request.name,
-                request.arguments,
-                CallContext {
-                    events,
-                    cancel: &ctx.ct,
-                    client_roots: client_roots.as_deref(),
-                    services: Some(services),
-                    client: &|| client_id(self.transport, &ctx, &self.dispatcher.config()),
-                    caller: caller(&ctx),
-                    lane,
-                    // A 2026-07-28 request declares what it offers with
-                    // itself, so a tool that needs more is refused as the
-                    // revision says (-32021, HTTP 400) before it runs.
-                    declared: stateless.then_some(declared),
-                    task: None,
-                },
-            )
-            .await;
-        // The sink's last clone went with the call's store; wait until every
-        // notification it queued is written, so none trails the response.
-        forwarder.finish().await;
-        respond(result, replay.as_ref())
-    }
-
-    /// When a call of tool `name` by this request's caller would become a
-    /// task: `None` when it runs in its request (no such tool, one the
-    /// caller may not use, or one whose calls are not tasks; the dispatcher
-    /// then answers as for any call).
-    fn task_start(&self, name: &str, ctx: &RequestContext<RoleServer>) -> Option<TaskStart> {
-        let config = self.dispatcher.config();
-        if !auth::access(&config.callers, caller(ctx)).may_use(name) {
-            return None;
-        }
-        let catalog = self.dispatcher.registry().snapshot();
-        let descriptor = &catalog.tools.get(name)?.spec.descriptor;
-        (task_support(&config, name, descriptor) != TaskSupport::Forbidden)
-            .then_some(descriptor.execution.task_start)
-    }
-
-    /// A `tools/call` that runs as a task (see `tasks`): the call is spawned
-    /// on its own; with `start` `WithCall` the task is made first and
-    /// answered at once, with `OnBeginTask` the request waits until the
-    /// guest begins its task (then answers with it) or ends (then answers
-    /// as any call does).
-    async fn handle_task_call(
-        &self,
-        mut request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-        declared: ClientNeeds,
-        start: TaskStart,
-    ) -> Result<CallToolResponse, McpError> {
-        let arguments = request.arguments.take().unwrap_or_default();
-        let replay = replay_answers(
-            self.dispatcher.config().state_keys.as_ref(),
-            &ctx,
-            &request.name,
-            &arguments,
-            request.request_state.as_deref(),
-            request.input_responses.take(),
-        )?;
-        let capabilities = capabilities(declared);
-        let promotion = Arc::new(tasks::Promotion::default());
-        let services = Arc::new(tasks::TaskServices {
-            replay: ReplayServices::new(replay.answers.clone(), capabilities),
-            capabilities,
-            promotion: Arc::clone(&promotion),
-        });
-        let owner = task_owner(&ctx);
-        let client = client_id(self.transport, &ctx, &self.dispatcher.config());
-        let cancel = CancellationToken::new();
-        let slot: Arc<std::sync::OnceLock<String>> = Arc::default();
-        let make_task = || {
-            let entry = self.tasks.create(
-                &owner,
-                &request.name,
-                client.clone(),
-                replay.answers.clone(),
-                cancel.clone(),
-            )?;
-            let _ = slot.set(entry.id().to_owned());
-            Ok(entry)
-        };
-        if start == TaskStart::WithCall {
-            // Made (or refused) before anything runs.
-            promotion.promote(make_task)?;
-        }
-        let (begin_tx, begin_rx) = tokio::sync::oneshot::channel::<()>();
-        let begin = Mutex::new(Some(begin_tx));
-        let promoted = Arc::clone(&promotion);
-        // A task's client polls: its progress becomes the task's status
-        // message, and nothing is sent as a notification (the request that
-        // would carry it is answered).
-        let events: crate::call::EventSink = Arc::new(move |event| match event {
-            GuestEvent::BeginTask => {
-                if let Some(tx) = begin.lock().ok().and_then(|mut b| b.take()) {
-                    let _ = tx.send(());
-                }
-            }
-            GuestEvent::Progress {
-                message: Some(message),
-                ..
-            } => {
-                if let Some(entry) = promoted.task() {
-                    entry.set_message(message);
-                }
-            }
-            _ => {}
-        });
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        {
-            let dispatcher = Arc::clone(&self.dispatcher);
-            let tasks = Arc::clone(&self.tasks);
-            let promotion = Arc::clone(&promotion);
-            let caller = caller(&ctx).cloned();
-            let client = client.clone();
-            let name = request.name.clone();
-            let cancel = cancel.clone();
-            let slot = Arc::clone(&slot);
-            let services: Arc<dyn ClientServices> = services;
-            self.dispatcher.lanes().spawn(async move {
-                let client_id = move || client.clone();
-                let result = dispatcher
-                    .call(
-                        &name,
-                        Some(arguments),
-                        CallContext {
-                            events: Some(events),
-                            cancel: &cancel,
-                            client_roots: None,
-                            services: Some(services),
-                            client: &client_id,
-                            caller: caller.as_ref(),
-                            lane: Lane::Pooled,
-                            declared: Some(declared),
-                            task: Some(slot),
-                        },
-                    )
-                    .await;
-                match promotion.end() {
-                    Some(entry) => tasks.finish(&entry, task_ending(result)),
-                    None => {
-                        let _ = done_tx.send(result);
-                    }
-                }
-            });
-        }
-        if let Some(entry) = promotion.task() {
-            self.tasks.share(&entry).await?;
-            return Ok(entry.created().into());
-        }
-        let mut done_rx = done_rx;
-        tokio::select! {
-            begun = begin_rx => {
-                if begun.is_ok() {
-                    match promotion.promote(make_task) {
-                        Ok(Some(entry)) => {
-                            self.tasks.share(&entry).await?;
-                            return Ok(entry.created().into());
-                        }
-                        Ok(None) => {}
-                        Err(refusal) => {
-                            // The task cannot be kept: the call stops.
-                            cancel.cancel();
-                            return Err(refusal);
-                        }
-                    }
-                }
-            }
-            result = &mut done_rx => {
-                return match result {
-                    Ok(result) => respond(result, Some(&replay)),
-                    Err(_) => Err(McpError::internal_error("the call ended without a result", None)),
-                };
-            }
-            () = ctx.ct.cancelled() => {
-                cancel.cancel();
-            }
-        }
-        match done_rx.await {
-            Ok(result) => respond(result, Some(&replay)),
-            Err(_) => Err(McpError::internal_error(
-                "the call ended without a result",
-                None,
-            )),
-        }
-    }
-}
-
-/// The answer to a `tools/call` that ran in its request.
-fn respond(
-    result: Result<crate::dispatch::CallOutput, DispatchError>,
-    replay: Option<&Replay>,
-) -> Result<CallToolResponse, McpError> {
-    match result {
-        Ok(mut output) => match (output.input_required.take(), replay) {
-            (Some(pending), Some(replay)) => input_required(
-                pending,
-                replay.keys.as_deref(),
-                &replay.digest,
-                &replay.answers,
-            )
-            .map(Into::into),
-            // Only replay stops a call for input.
-            (Some(_), None) => Err(McpError::internal_error(
-                "a call stopped for input outside a 2026-07-28 request",
-                None,
-            )),
-            (None, _) => Ok(to_mcp_result(output).into()),
-        },
-        Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
-            format!("{error}; call tools/list for the available tools"),
-            None,
-        )),
-        Err(error @ DispatchError::NotPermitted { .. }) => Err(McpError::invalid_params(
-            format!("{error}; tools/list shows the tools this caller may use"),
-            None,
-        )),
-        Err(error @ DispatchError::MissingClientCapability { missing, .. }) => {
-            Err(missing_capability(&error, missing))
-        }
-    }
 }
 
 impl McpServer {
@@ -444,11 +180,6 @@ impl McpServer {
         let level = self.log_level.lock().ok().and_then(|guard| *guard);
         Some(level.map_or(LogLevel::Info, from_mcp_level))
     }
-}
-
-fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 impl ServerHandler for McpServer {
@@ -949,225 +680,12 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Whether calls of tool `name` run as tasks: the operator's `tasks`, else
-/// what the component declares.
-pub(crate) fn task_support(
-    config: &crate::config::Config,
-    name: &str,
-    descriptor: &crate::catalog::ToolDescriptor,
-) -> crate::call::TaskSupport {
-    config
-        .policy_for(name)
-        .tasks
-        .unwrap_or(descriptor.execution.task_support)
-}
-
-/// Whose tasks a request may see: its caller's identity, or (without one)
-/// the anonymous owner, for whom the task id is the capability.
-fn task_owner(ctx: &RequestContext<RoleServer>) -> String {
-    caller(ctx).map(Caller::key).unwrap_or_default()
-}
-
-/// What the request in `ctx` says its client can do (its own declaration on
-/// 2026-07-28, the session's on older revisions).
-fn declared_needs(ctx: &RequestContext<RoleServer>) -> ClientNeeds {
-    ctx.client_capabilities()
-        .map(|caps| ClientNeeds {
-            sampling: caps.sampling.is_some(),
-            elicitation: caps.elicitation.is_some(),
-            roots: caps.roots.is_some(),
-            tasks: caps.supports_tasks(),
-        })
-        .unwrap_or_default()
-}
-
-/// The answers a 2026-07-28 request brings for a replay, and what binds
-/// them to it.
-struct Replay {
-    /// The operator's state keys, if any (else this process's own).
-    keys: Option<Arc<crate::config::StateKeys>>,
-    /// Digest of caller, tool (or `prompt:NAME`) and arguments.
-    digest: String,
-    /// Every answer so far: the signed state's and this retry's.
-    answers: std::collections::BTreeMap<String, serde_json::Value>,
-}
-
-/// The client services of a request that runs guest code named `what` (a
-/// tool, or `prompt:NAME`) with `arguments`: on 2026-07-28, replay with
-/// the answers so far (those in the signed `state` plus the `responses`
-/// this retry brings), bound to the call by a digest of caller, `what` and
-/// arguments; on older revisions, requests to the client (so none of the
-/// replay is computed for them).
-fn client_services(
-    keys: Option<&Arc<crate::config::StateKeys>>,
-    ctx: &RequestContext<RoleServer>,
-    what: &str,
-    arguments: &serde_json::Map<String, serde_json::Value>,
-    state: Option<&str>,
-    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
-) -> Result<(Arc<dyn ClientServices>, Option<Replay>), McpError> {
-    let capabilities = capabilities(declared_needs(ctx));
-    if !is_stateless(ctx) {
-        let peer_services = PeerServices {
-            peer: ctx.peer.clone(),
-            capabilities,
-        };
-        return Ok((services::shared(peer_services), None));
-    }
-    let replay = replay_answers(keys, ctx, what, arguments, state, responses)?;
-    let services = ReplayServices::new(replay.answers.clone(), capabilities);
-    Ok((services::shared(services), Some(replay)))
-}
-
-/// The answers a 2026-07-28 request brings for guest code named `what`
-/// with `arguments`: those in its signed `state` (checked against a digest
-/// of caller, `what` and arguments) plus its `responses`.
-fn replay_answers(
-    keys: Option<&Arc<crate::config::StateKeys>>,
-    ctx: &RequestContext<RoleServer>,
-    what: &str,
-    arguments: &serde_json::Map<String, serde_json::Value>,
-    state: Option<&str>,
-    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
-) -> Result<Replay, McpError> {
-    let owner = caller(ctx).map(Caller::key);
-    let digest = call_digest(
-        owner.as_deref(),
-        what,
-        &serde_json::Value::Object(arguments.clone()),
-    );
-    let keys = keys.cloned();
-    let mut answers = match state {
-        Some(state) => verify_state(keys.as_deref(), state, &digest)
-            .map_err(|reason| McpError::invalid_params(reason, None))?,
-        None => std::collections::BTreeMap::new(),
-    };
-    answers.extend(responses.unwrap_or_default());
-    Ok(Replay {
-        keys,
-        digest,
-        answers,
-    })
-}
-
-/// What a client that declared `declared` can be asked.
-fn capabilities(declared: ClientNeeds) -> Capabilities {
-    Capabilities {
-        elicit: declared.elicitation,
-        sample: declared.sampling,
-        roots: declared.roots,
-    }
-}
-
-/// How a task's call ended, as the task reports it: the tool's result
-/// (its own error result included) as completed; a trap, a limit or a
-/// refusal before it ran as failed, with a JSON-RPC error; cancellation
-/// as cancelled.
-fn task_ending(result: Result<crate::dispatch::CallOutput, DispatchError>) -> tasks::Ending {
-    match result {
-        Ok(output) if output.input_required.is_some() => tasks::Ending::Failed {
-            code: ErrorCode::INTERNAL_ERROR.0,
-            message: "the call stopped for input outside its task".into(),
-        },
-        Ok(output) => match &output.failure {
-            Some(crate::call::CallFailure::Cancelled) => tasks::Ending::Cancelled,
-            Some(_) => tasks::Ending::Failed {
-                code: ErrorCode::INTERNAL_ERROR.0,
-                message: match output.content.first() {
-                    Some(crate::call::Content::Text(text)) => text.clone(),
-                    _ => "the call failed".into(),
-                },
-            },
-            None => tasks::Ending::Completed(to_mcp_result(output)),
-        },
-        Err(error) => {
-            let refusal = match &error {
-                DispatchError::MissingClientCapability { missing, .. } => {
-                    missing_capability(&error, *missing)
-                }
-                _ => McpError::invalid_params(error.to_string(), None),
-            };
-            tasks::Ending::Failed {
-                code: refusal.code.0,
-                message: refusal.message.to_string(),
-            }
-        }
-    }
-}
-
-/// The authenticated caller of the request in `ctx`, if the HTTP router
-/// put one in its extensions (never over stdio).
-fn caller(ctx: &RequestContext<RoleServer>) -> Option<&Caller> {
-    ctx.extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Caller>())
-}
-
-/// Who sent the request in `ctx` over `transport`, for the call journal;
-/// `config` says which `[[callers]]` entry applied.
-fn client_id(
-    transport: &'static str,
-    ctx: &RequestContext<RoleServer>,
-    config: &crate::config::Config,
-) -> ClientId {
-    let parts = ctx.extensions.get::<http::request::Parts>();
-    let request = match serde_json::to_value(&ctx.id) {
-        Ok(serde_json::Value::String(id)) => id,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    };
-    ClientId {
-        transport,
-        session: parts
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        request: Some(request),
-        name: ctx
-            .client_info()
-            .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
-        caller: caller(ctx).map(|caller| CallerRecord {
-            policy: auth::access(&config.callers, Some(caller))
-                .policy_name()
-                .map(str::to_owned),
-            issuer: caller.issuer.clone(),
-            subject: caller.subject.clone(),
-            client_id: caller.client_id.clone(),
-        }),
-    }
-}
-
 fn method_not_found(method: &str) -> McpError {
     McpError::new(
         ErrorCode::METHOD_NOT_FOUND,
         format!("method not found: `{method}`"),
         None,
     )
-}
-
-/// The input-required result for a call that stopped on `pending`.
-/// The 2026-07-28 refusal of a call whose tool needs client capabilities
-/// the request did not declare: rmcp's -32021, whose
-/// `requiredCapabilities` is a `ClientCapabilities` keyed by what is
-/// missing (`{"sampling": {}}`), with our message naming the tool; rmcp
-/// answers it with HTTP 400.
-fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
-    let mut required = ClientCapabilities::default();
-    required.sampling = missing.sampling.then(Default::default);
-    required.elicitation = missing.elicitation.then(Default::default);
-    required.roots = missing.roots.then(Default::default);
-    if missing.tasks {
-        required
-            .extensions
-            .get_or_insert_with(Default::default)
-            .insert(
-                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                Default::default(),
-            );
-    }
-    let mut refusal = McpError::missing_required_client_capability(required);
-    refusal.message = error.to_string().into();
-    refusal
 }
 
 /// Map a resource or prompt failure to a JSON-RPC error.

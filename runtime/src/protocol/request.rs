@@ -1,0 +1,161 @@
+//! What a request carries besides its params: its revision, its caller,
+//! what its client declares, and (on 2026-07-28) the answers it brings
+//! for a replay.
+
+use std::sync::Arc;
+
+use rmcp::model::ProtocolVersion;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+
+use crate::auth::{self, Caller};
+use crate::call::ClientServices;
+use crate::config::ClientNeeds;
+use crate::journal::{CallerRecord, ClientId};
+use crate::services::{
+    self, Capabilities, PeerServices, ReplayServices, call_digest, verify_state,
+};
+
+/// Whether the request in `ctx` speaks a stateless revision (2026-07-28 on).
+pub(super) fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Whose tasks a request may see: its caller's identity, or (without one)
+/// the anonymous owner, for whom the task id is the capability.
+pub(super) fn task_owner(ctx: &RequestContext<RoleServer>) -> String {
+    caller(ctx).map(Caller::key).unwrap_or_default()
+}
+
+/// What the request in `ctx` says its client can do (its own declaration on
+/// 2026-07-28, the session's on older revisions).
+pub(super) fn declared_needs(ctx: &RequestContext<RoleServer>) -> ClientNeeds {
+    ctx.client_capabilities()
+        .map(|caps| ClientNeeds {
+            sampling: caps.sampling.is_some(),
+            elicitation: caps.elicitation.is_some(),
+            roots: caps.roots.is_some(),
+            tasks: caps.supports_tasks(),
+        })
+        .unwrap_or_default()
+}
+
+/// The answers a 2026-07-28 request brings for a replay, and what binds
+/// them to it.
+pub(super) struct Replay {
+    /// The operator's state keys, if any (else this process's own).
+    pub(super) keys: Option<Arc<crate::config::StateKeys>>,
+    /// Digest of caller, tool (or `prompt:NAME`) and arguments.
+    pub(super) digest: String,
+    /// Every answer so far: the signed state's and this retry's.
+    pub(super) answers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// The client services of a request that runs guest code named `what` (a
+/// tool, or `prompt:NAME`) with `arguments`: on 2026-07-28, replay with
+/// the answers so far (those in the signed `state` plus the `responses`
+/// this retry brings), bound to the call by a digest of caller, `what` and
+/// arguments; on older revisions, requests to the client (so none of the
+/// replay is computed for them).
+pub(super) fn client_services(
+    keys: Option<&Arc<crate::config::StateKeys>>,
+    ctx: &RequestContext<RoleServer>,
+    what: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    state: Option<&str>,
+    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+) -> Result<(Arc<dyn ClientServices>, Option<Replay>), McpError> {
+    let capabilities = capabilities(declared_needs(ctx));
+    if !is_stateless(ctx) {
+        let peer_services = PeerServices {
+            peer: ctx.peer.clone(),
+            capabilities,
+        };
+        return Ok((services::shared(peer_services), None));
+    }
+    let replay = replay_answers(keys, ctx, what, arguments, state, responses)?;
+    let services = ReplayServices::new(replay.answers.clone(), capabilities);
+    Ok((services::shared(services), Some(replay)))
+}
+
+/// The answers a 2026-07-28 request brings for guest code named `what`
+/// with `arguments`: those in its signed `state` (checked against a digest
+/// of caller, `what` and arguments) plus its `responses`.
+pub(super) fn replay_answers(
+    keys: Option<&Arc<crate::config::StateKeys>>,
+    ctx: &RequestContext<RoleServer>,
+    what: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    state: Option<&str>,
+    responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+) -> Result<Replay, McpError> {
+    let owner = caller(ctx).map(Caller::key);
+    let digest = call_digest(
+        owner.as_deref(),
+        what,
+        &serde_json::Value::Object(arguments.clone()),
+    );
+    let keys = keys.cloned();
+    let mut answers = match state {
+        Some(state) => verify_state(keys.as_deref(), state, &digest)
+            .map_err(|reason| McpError::invalid_params(reason, None))?,
+        None => std::collections::BTreeMap::new(),
+    };
+    answers.extend(responses.unwrap_or_default());
+    Ok(Replay {
+        keys,
+        digest,
+        answers,
+    })
+}
+
+/// What a client that declared `declared` can be asked.
+pub(super) fn capabilities(declared: ClientNeeds) -> Capabilities {
+    Capabilities {
+        elicit: declared.elicitation,
+        sample: declared.sampling,
+        roots: declared.roots,
+    }
+}
+/// The authenticated caller of the request in `ctx`, if the HTTP router
+/// put one in its extensions (never over stdio).
+pub(super) fn caller(ctx: &RequestContext<RoleServer>) -> Option<&Caller> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+}
+
+/// Who sent the request in `ctx` over `transport`, for the call journal;
+/// `config` says which `[[callers]]` entry applied.
+pub(super) fn client_id(
+    transport: &'static str,
+    ctx: &RequestContext<RoleServer>,
+    config: &crate::config::Config,
+) -> ClientId {
+    let parts = ctx.extensions.get::<http::request::Parts>();
+    let request = match serde_json::to_value(&ctx.id) {
+        Ok(serde_json::Value::String(id)) => id,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    ClientId {
+        transport,
+        session: parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        request: Some(request),
+        name: ctx
+            .client_info()
+            .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
+        caller: caller(ctx).map(|caller| CallerRecord {
+            policy: auth::access(&config.callers, Some(caller))
+                .policy_name()
+                .map(str::to_owned),
+            issuer: caller.issuer.clone(),
+            subject: caller.subject.clone(),
+            client_id: caller.client_id.clone(),
+        }),
+    }
+}
