@@ -93,34 +93,38 @@ pub fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => return Ok(()),
             };
             stream.set_nodelay(true).context("cannot set TCP_NODELAY")?;
-            let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
-                let body = request.into_body().collect().await?.to_bytes();
-                let reply = match serde_json::from_slice::<Value>(&body) {
-                    Ok(message) => match message.get("id") {
-                        Some(id) => {
-                            let mut response = hyper::Response::new(Full::new(bytes::Bytes::from(
-                                serde_json::to_vec(&answer(&message, id)).unwrap_or_default(),
-                            )));
-                            response.headers_mut().insert(
-                                hyper::header::CONTENT_TYPE,
-                                hyper::header::HeaderValue::from_static("application/json"),
-                            );
-                            response
-                        }
-                        None => {
+            let service = hyper::service::service_fn(
+                |request: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = request.into_body().collect().await?.to_bytes();
+                    let reply = match serde_json::from_slice::<Value>(&body) {
+                        Ok(message) => match message.get("id") {
+                            Some(id) => {
+                                let mut response =
+                                    hyper::Response::new(Full::new(bytes::Bytes::from(
+                                        serde_json::to_vec(&answer(&message, id))
+                                            .unwrap_or_default(),
+                                    )));
+                                response.headers_mut().insert(
+                                    hyper::header::CONTENT_TYPE,
+                                    hyper::header::HeaderValue::from_static("application/json"),
+                                );
+                                response
+                            }
+                            None => {
+                                let mut response = hyper::Response::new(Full::default());
+                                *response.status_mut() = hyper::StatusCode::ACCEPTED;
+                                response
+                            }
+                        },
+                        Err(_) => {
                             let mut response = hyper::Response::new(Full::default());
-                            *response.status_mut() = hyper::StatusCode::ACCEPTED;
+                            *response.status_mut() = hyper::StatusCode::BAD_REQUEST;
                             response
                         }
-                    },
-                    Err(_) => {
-                        let mut response = hyper::Response::new(Full::default());
-                        *response.status_mut() = hyper::StatusCode::BAD_REQUEST;
-                        response
-                    }
-                };
-                Ok::<_, hyper::Error>(reply)
-            });
+                    };
+                    Ok::<_, hyper::Error>(reply)
+                },
+            );
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
