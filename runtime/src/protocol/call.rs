@@ -252,7 +252,7 @@ impl McpServer {
 }
 
 /// The answer to a `tools/call` that ran in its request.
-pub(super) fn respond(
+fn respond(
     result: Result<crate::dispatch::CallOutput, DispatchError>,
     replay: Option<&Replay>,
 ) -> Result<CallToolResponse, McpError> {
@@ -288,7 +288,7 @@ pub(super) fn respond(
 
 /// Whether calls of tool `name` run as tasks: the operator's `tasks`, else
 /// what the component declares.
-pub(crate) fn task_support(
+pub(super) fn task_support(
     config: &crate::config::Config,
     name: &str,
     descriptor: &crate::catalog::ToolDescriptor,
@@ -302,7 +302,7 @@ pub(crate) fn task_support(
 /// (its own error result included) as completed; a trap, a limit or a
 /// refusal before it ran as failed, with a JSON-RPC error; cancellation
 /// as cancelled.
-pub(super) fn task_ending(
+fn task_ending(
     result: Result<crate::dispatch::CallOutput, DispatchError>,
 ) -> tasks::Ending {
     match result {
@@ -340,7 +340,7 @@ pub(super) fn task_ending(
 /// `requiredCapabilities` is a `ClientCapabilities` keyed by what is
 /// missing (`{"sampling": {}}`), with our message naming the tool; rmcp
 /// answers it with HTTP 400.
-pub(super) fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
+fn missing_capability(error: &DispatchError, missing: ClientNeeds) -> McpError {
     let mut required = ClientCapabilities::default();
     required.sampling = missing.sampling.then(Default::default);
     required.elicitation = missing.elicitation.then(Default::default);
