@@ -93,38 +93,7 @@ pub fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => return Ok(()),
             };
             stream.set_nodelay(true).context("cannot set TCP_NODELAY")?;
-            let service = hyper::service::service_fn(
-                |request: hyper::Request<hyper::body::Incoming>| async move {
-                    let body = request.into_body().collect().await?.to_bytes();
-                    let reply = match serde_json::from_slice::<Value>(&body) {
-                        Ok(message) => match message.get("id") {
-                            Some(id) => {
-                                let mut response =
-                                    hyper::Response::new(Full::new(bytes::Bytes::from(
-                                        serde_json::to_vec(&answer(&message, id))
-                                            .unwrap_or_default(),
-                                    )));
-                                response.headers_mut().insert(
-                                    hyper::header::CONTENT_TYPE,
-                                    hyper::header::HeaderValue::from_static("application/json"),
-                                );
-                                response
-                            }
-                            None => {
-                                let mut response = hyper::Response::new(Full::default());
-                                *response.status_mut() = hyper::StatusCode::ACCEPTED;
-                                response
-                            }
-                        },
-                        Err(_) => {
-                            let mut response = hyper::Response::new(Full::default());
-                            *response.status_mut() = hyper::StatusCode::BAD_REQUEST;
-                            response
-                        }
-                    };
-                    Ok::<_, hyper::Error>(reply)
-                },
-            );
+            let service = hyper::service::service_fn(reply);
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
@@ -132,4 +101,32 @@ pub fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
             });
         }
     })
+}
+
+/// The HTTP answer to one request: the reply to a JSON-RPC request, 202 to
+/// a notification, 400 to what is not JSON.
+async fn reply(
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<bytes::Bytes>>, hyper::Error> {
+    let body = request.into_body().collect().await?.to_bytes();
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return Ok(empty(hyper::StatusCode::BAD_REQUEST));
+    };
+    let Some(id) = message.get("id") else {
+        return Ok(empty(hyper::StatusCode::ACCEPTED));
+    };
+    let encoded = serde_json::to_vec(&answer(&message, id)).unwrap_or_default();
+    let mut response = hyper::Response::new(Full::new(bytes::Bytes::from(encoded)));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// A response with `status` and no body.
+fn empty(status: hyper::StatusCode) -> hyper::Response<Full<bytes::Bytes>> {
+    let mut response = hyper::Response::new(Full::default());
+    *response.status_mut() = status;
+    response
 }
