@@ -13,6 +13,12 @@
 //! means that many connections, each with one request outstanding (HTTP/1.1
 //! has no multiplexing, and pipelining is not something clients do). Each
 //! request body is pre-encoded but for its id, as on stdio.
+//!
+//! The same connections can speak toolcage's REST face instead
+//! ([`HttpRequest::rest_call`]: `POST /tool` with `{"tool", "parameters"}`,
+//! no JSON-RPC, no MCP headers): the same dispatcher behind the same
+//! router, without the MCP library, so the two side by side show what the
+//! MCP layer costs per call.
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::process::Stdio;
@@ -41,6 +47,9 @@ pub const PORT: &str = "{port}";
 
 /// The MCP endpoint's path.
 const ENDPOINT: &str = "/mcp";
+
+/// The REST face's call path (`[http.rest] enabled = true`).
+const REST_TOOL: &str = "/tool";
 
 /// How long a server gets to start listening.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -182,6 +191,8 @@ pub struct HttpRequest {
     tool: Option<String>,
     prefix: Bytes,
     suffix: Bytes,
+    /// A REST call (`POST /tool`, no JSON-RPC id) rather than MCP.
+    rest: bool,
 }
 
 impl HttpRequest {
@@ -207,6 +218,22 @@ impl HttpRequest {
         HttpRequest::new("tools/list", None, json!({"_meta": meta()}))
     }
 
+    /// A call of `tool` with `arguments` through the REST face.
+    ///
+    /// # Errors
+    ///
+    /// The arguments cannot be encoded.
+    pub fn rest_call(tool: &str, arguments: &Value) -> anyhow::Result<HttpRequest> {
+        let body = json!({"tool": tool, "parameters": arguments});
+        Ok(HttpRequest {
+            method: "tools/call",
+            tool: Some(tool.to_owned()),
+            prefix: Bytes::from(serde_json::to_vec(&body).context("cannot encode a request")?),
+            suffix: Bytes::new(),
+            rest: true,
+        })
+    }
+
     fn new(method: &'static str, tool: Option<&str>, params: Value) -> anyhow::Result<HttpRequest> {
         let params = serde_json::to_string(&params).context("cannot encode a request")?;
         Ok(HttpRequest {
@@ -214,10 +241,14 @@ impl HttpRequest {
             tool: tool.map(str::to_owned),
             prefix: Bytes::from_static(br#"{"jsonrpc":"2.0","id":"#),
             suffix: Bytes::from(format!(r#","method":"{method}","params":{params}}}"#)),
+            rest: false,
         })
     }
 
     fn body(&self, id: u64) -> Bytes {
+        if self.rest {
+            return self.prefix.clone();
+        }
         let id = id.to_string();
         let mut body = Vec::with_capacity(self.prefix.len() + id.len() + self.suffix.len());
         body.extend_from_slice(&self.prefix);
@@ -279,14 +310,17 @@ impl Connection {
     pub async fn send(&mut self, request: &HttpRequest) -> anyhow::Result<(Value, Duration)> {
         let id = self.next_id;
         self.next_id += 1;
-        let mut builder = Request::post(ENDPOINT)
+        let mut builder = Request::post(if request.rest { REST_TOOL } else { ENDPOINT })
             .header(hyper::header::HOST, &self.host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", PROTOCOL_VERSION)
-            .header("Mcp-Method", request.method);
-        if let Some(tool) = &request.tool {
-            builder = builder.header("Mcp-Name", tool);
+            .header(hyper::header::CONTENT_TYPE, "application/json");
+        if !request.rest {
+            builder = builder
+                .header(hyper::header::ACCEPT, "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", PROTOCOL_VERSION)
+                .header("Mcp-Method", request.method);
+            if let Some(tool) = &request.tool {
+                builder = builder.header("Mcp-Name", tool);
+            }
         }
         let http_request = builder
             .body(Full::new(request.body(id)))
@@ -329,7 +363,7 @@ impl Connection {
             )
         })?;
         ensure!(
-            message.get("id").and_then(Value::as_u64) == Some(id),
+            request.rest || message.get("id").and_then(Value::as_u64) == Some(id),
             "expected the reply to id {id}, got: {message}"
         );
         Ok((message, elapsed))
@@ -342,7 +376,11 @@ impl Connection {
     /// As [`Connection::send`], or the call failed.
     pub async fn timed_call(&mut self, call: &HttpRequest) -> anyhow::Result<Duration> {
         let (reply, elapsed) = self.send(call).await?;
-        check_call(&reply).with_context(|| format!("call id {} failed", reply["id"]))?;
+        if call.rest {
+            check_rest_call(&reply)?;
+        } else {
+            check_call(&reply).with_context(|| format!("call id {} failed", reply["id"]))?;
+        }
         Ok(elapsed)
     }
 
@@ -361,6 +399,20 @@ impl Connection {
             .with_context(|| format!("the `tools/list` reply has no result: {reply}"))?;
         crate::client::tool_names(result)
     }
+}
+
+/// A REST face's answer: a `result` and a null `error`.
+fn check_rest_call(reply: &Value) -> anyhow::Result<()> {
+    match reply.get("error") {
+        Some(Value::Null) => {}
+        Some(error) => bail!("the REST call failed: {error}"),
+        None => bail!("the REST reply has no `error` field: {reply}"),
+    }
+    ensure!(
+        reply.get("result").is_some_and(|result| !result.is_null()),
+        "the REST reply has no result: {reply}"
+    );
+    Ok(())
 }
 
 /// `calls` `tools/call`s over `connections` connections, each with one
@@ -424,6 +476,18 @@ mod tests {
         assert_eq!(call.tool.as_deref(), Some("echo"));
         let list: Value = serde_json::from_slice(&HttpRequest::list_tools()?.body(1))?;
         assert_eq!(list["method"], "tools/list");
+        Ok(())
+    }
+
+    #[test]
+    fn rest_calls_are_plain_bodies_and_answers() -> anyhow::Result<()> {
+        let call = HttpRequest::rest_call("echo", &json!({"text": "hi"}))?;
+        let body: Value = serde_json::from_slice(&call.body(7))?;
+        assert_eq!(body, json!({"tool": "echo", "parameters": {"text": "hi"}}));
+        assert!(check_rest_call(&json!({"result": {"a": 1}, "error": null})).is_ok());
+        assert!(check_rest_call(&json!({"result": null, "error": "trap"})).is_err());
+        assert!(check_rest_call(&json!({"result": 1})).is_err());
+        assert!(check_rest_call(&json!({"result": null, "error": null})).is_err());
         Ok(())
     }
 

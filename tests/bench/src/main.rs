@@ -9,9 +9,11 @@
 //! `POST /mcp` per request over keep-alive HTTP/1.1 connections (hyper's
 //! client connection API, `TCP_NODELAY`); the server command must contain
 //! `{port}` where the port goes, and the benchmark picks a free loopback
-//! port. The client is deliberately minimal and runs on one thread (each
-//! request is pre-encoded but for its id, one JSON parse per reply) so that
-//! it is not the bottleneck, and it needs no Python.
+//! port; `--http --rest` calls toolcage's REST face (`POST /tool`) over the
+//! same connections instead, to show what the MCP layer costs. The client
+//! is deliberately minimal and runs on one thread (each request is
+//! pre-encoded but for its id, one JSON parse per reply) so that it is not
+//! the bottleneck, and it needs no Python.
 //!
 //! Benchmarks, each over several runs with a fresh server per run:
 //!
@@ -308,6 +310,21 @@ struct TransportOpts {
     /// goes (`--http 127.0.0.1:{port}`); the benchmark picks a free one.
     #[arg(long)]
     http: bool,
+    /// With `--http`: call through toolcage's REST face (`POST /tool`; the
+    /// server needs `[http.rest] enabled = true`) instead of MCP.
+    #[arg(long, requires = "http")]
+    rest: bool,
+}
+
+impl TransportOpts {
+    /// The HTTP request for a call of `tool` with `arguments`.
+    fn http_call(&self, tool: &str, arguments: &Value) -> anyhow::Result<HttpRequest> {
+        if self.rest {
+            HttpRequest::rest_call(tool, arguments)
+        } else {
+            HttpRequest::call(tool, arguments)
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -507,7 +524,7 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for run in 1..=args.runs {
         let result = if args.transport.http {
-            let call = HttpRequest::call(&args.call.tool, &arguments)?;
+            let call = args.transport.http_call(&args.call.tool, &arguments)?;
             http_latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
         } else {
             latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
@@ -630,7 +647,7 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for run in 1..=args.runs {
         let result = if args.transport.http {
-            let call = HttpRequest::call(&args.call.tool, &arguments)?;
+            let call = args.transport.http_call(&args.call.tool, &arguments)?;
             http_throughput_run(
                 &command,
                 &args.call.tool,
@@ -812,7 +829,11 @@ async fn http_throughput_run(
 }
 
 fn transport_name(transport: &TransportOpts) -> &'static str {
-    if transport.http { "http" } else { "stdio" }
+    match (transport.http, transport.rest) {
+        (true, true) => "rest",
+        (true, false) => "http",
+        _ => "stdio",
+    }
 }
 
 // ---------------------------------------------------------------- startup
