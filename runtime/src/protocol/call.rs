@@ -302,9 +302,7 @@ pub(super) fn task_support(
 /// (its own error result included) as completed; a trap, a limit or a
 /// refusal before it ran as failed, with a JSON-RPC error; cancellation
 /// as cancelled.
-fn task_ending(
-    result: Result<crate::dispatch::CallOutput, DispatchError>,
-) -> tasks::Ending {
+fn task_ending(result: Result<crate::dispatch::CallOutput, DispatchError>) -> tasks::Ending {
     match result {
         Ok(output) if output.input_required.is_some() => tasks::Ending::Failed {
             code: ErrorCode::INTERNAL_ERROR.0,

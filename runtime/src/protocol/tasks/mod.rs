@@ -425,12 +425,14 @@ impl Tasks {
             state.updated_at = timestamp();
             // Its time to live ran out while it ran: however its call then
             // ended (cancelled, or a limit or result that raced the
-            // timer), the task expired.
-            let ending = if entry.expired.load(std::sync::atomic::Ordering::Relaxed) {
-                Ending::Cancelled
-            } else {
-                ending
-            };
+            // timer), the task expired. The clock decides, not which timer
+            // task the runtime polled first: a `task_deadline_ms` equal to
+            // `ttl_ms` ends the call after `expires` (its deadline starts
+            // after the task is created), in the same timer tick as the
+            // time-to-live timer, either of which may run first.
+            let expired = entry.expired.load(std::sync::atomic::Ordering::Relaxed)
+                || Instant::now() >= entry.expires;
+            let ending = if expired { Ending::Cancelled } else { ending };
             match ending {
                 Ending::Completed(result) => {
                     let object = match serde_json::to_value(&result) {
@@ -458,7 +460,7 @@ impl Tasks {
                 }
                 Ending::Cancelled => {
                     state.status = TaskStatus::Cancelled;
-                    if entry.expired.load(std::sync::atomic::Ordering::Relaxed) {
+                    if expired {
                         (
                             "expired",
                             Some(
