@@ -101,8 +101,6 @@ pub(super) struct Entry {
     poll_ms: u64,
     /// Fires on `tasks/cancel` and at expiry: the call is the task's.
     pub(super) cancel: CancellationToken,
-    /// Set when its time to live ran out while it ran.
-    expired: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     /// Wakes a guest waiting for answers.
     answered: Notify,
@@ -358,7 +356,6 @@ impl Tasks {
             ttl_ms: settings.ttl_ms,
             poll_ms: settings.poll_interval_ms,
             cancel,
-            expired: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 status: TaskStatus::Working,
                 updated_at: created_at,
@@ -378,17 +375,15 @@ impl Tasks {
         drop(entries);
         self.journal(&entry, "created", None);
         // At its time to live, a task still running is cancelled (and
-        // dropped at the next request that looks).
+        // dropped at the next request that looks); `finish` then sees the
+        // clock past `expires` and records it expired.
         let weak = Arc::downgrade(&entry);
-        let ttl = Duration::from_millis(settings.ttl_ms);
+        let expires = entry.expires;
         tokio::spawn(async move {
-            tokio::time::sleep(ttl).await;
+            tokio::time::sleep_until(expires.into()).await;
             if let Some(entry) = weak.upgrade()
                 && !is_terminal(entry.lock().status)
             {
-                entry
-                    .expired
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 entry.cancel.cancel();
             }
         });
@@ -424,14 +419,13 @@ impl Tasks {
             state.finished = Some(Instant::now());
             state.updated_at = timestamp();
             // Its time to live ran out while it ran: however its call then
-            // ended (cancelled, or a limit or result that raced the
-            // timer), the task expired. The clock decides, not which timer
-            // task the runtime polled first: a `task_deadline_ms` equal to
+            // ended (cancelled by the timer, or a limit or result that
+            // raced it), the task expired. The clock decides, not which
+            // timer the runtime polled first: a `task_deadline_ms` equal to
             // `ttl_ms` ends the call after `expires` (its deadline starts
             // after the task is created), in the same timer tick as the
-            // time-to-live timer, either of which may run first.
-            let expired = entry.expired.load(std::sync::atomic::Ordering::Relaxed)
-                || Instant::now() >= entry.expires;
+            // time-to-live timer.
+            let expired = Instant::now() >= entry.expires;
             let ending = if expired { Ending::Cancelled } else { ending };
             match ending {
                 Ending::Completed(result) => {
