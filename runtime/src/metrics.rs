@@ -55,6 +55,11 @@ struct LimitLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AnsweredByLabel {
+    answered_by: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
 }
@@ -98,6 +103,7 @@ pub struct Metrics {
     in_flight: Gauge,
     admission: Family<ReasonLabel, Counter>,
     tasks: Family<EventLabel, Counter>,
+    mcp_http: Family<AnsweredByLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -168,6 +174,13 @@ impl Metrics {
         );
         let tasks = Family::<EventLabel, Counter>::default();
         registry.register("tasks", "Tasks created, and how they ended", tasks.clone());
+        let mcp_http = Family::<AnsweredByLabel, Counter>::default();
+        registry.register(
+            "mcp_http_requests",
+            "MCP requests over HTTP past admission, by what answered them: `direct` (a plain \
+             2026-07-28 tools/call, without rmcp's per-request service) or `rmcp`",
+            mcp_http.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -181,6 +194,7 @@ impl Metrics {
             in_flight,
             admission,
             tasks,
+            mcp_http,
         }
     }
 
@@ -249,6 +263,14 @@ impl Metrics {
     /// An HTTP request was turned away for `reason`.
     pub fn rejected(&self, reason: &'static str) {
         self.admission.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    /// An MCP request over HTTP was answered by `answered_by` (`direct` or
+    /// `rmcp`).
+    pub fn mcp_http(&self, answered_by: &'static str) {
+        self.mcp_http
+            .get_or_create(&AnsweredByLabel { answered_by })
+            .inc();
     }
 
     /// A task was created, or ended (`event`).

@@ -164,10 +164,20 @@ def test_a_client_that_disconnects_mid_call_cancels_it(server):
     body = call_body("slow", {"ms": 20000})
     with pytest.raises(Exception):
         post(server.url, body, modern_headers("slow"), timeout=0.5)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "tool `slow` was cancelled" not in server.setup.stderr():
+    # The call stops (its audit line says cancelled: as "was cancelled" when
+    # it saw the client's cancellation, as "abandoned" when the request
+    # that ran it was dropped with the connection), long before its 20 s.
+    def cancelled():
+        return [
+            line
+            for line in server.setup.stderr().splitlines()
+            if "toolcage::audit" in line and "tool=slow" in line and "outcome=cancelled" in line
+        ]
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not cancelled():
         time.sleep(0.1)
-    assert "tool `slow` was cancelled" in server.setup.stderr()
+    assert cancelled(), server.setup.stderr()[-2000:]
     assert post(server.url, call_body(), modern_headers())[0] == 200
 
 
@@ -227,3 +237,180 @@ def test_sigterm_finishes_calls_in_flight_then_exits(server):
     assert code == 0
     status, _, text = results[0]
     assert status == 200 and json.loads(text)["result"]["isError"] is False
+
+
+# rmcp reads a weight in `Accept`; the direct path leaves any parameter to
+# it. The same request with this header is answered by rmcp's service.
+BY_RMCP = {"Accept": "application/json, text/event-stream;q=1"}
+
+
+def _answered_by(url) -> dict:
+    """`toolcage_mcp_http_requests_total` by what answered, from /metrics."""
+    _, _, text = _get(url.replace("/mcp", "/metrics"))
+    counts = {"direct": 0, "rmcp": 0}
+    for line in text.splitlines():
+        if line.startswith("toolcage_mcp_http_requests_total{"):
+            label = line.split('answered_by="', 1)[1].split('"', 1)[0]
+            counts[label] = int(float(line.rsplit(" ", 1)[1]))
+    return counts
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.status, dict(response.headers), response.read().decode()
+
+
+def _raw_post(port, body: bytes, headers: list[tuple[str, str]]):
+    """A POST with exactly `headers`, repeated names included."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.putrequest("POST", "/mcp", skip_host=True, skip_accept_encoding=True)
+    for name, value in headers:
+        conn.putheader(name, value)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders(body)
+    response = conn.getresponse()
+    text = response.read().decode()
+    conn.close()
+    return response.status, text
+
+
+def text_of_raw(text: str) -> str:
+    """The text items of a raw `tools/call` answer."""
+    return "".join(c.get("text", "") for c in json.loads(text)["result"]["content"])
+
+
+def _without_state(message: dict) -> dict:
+    """`message` without its signed request state (fresh on every answer)."""
+    result = message.get("result")
+    if isinstance(result, dict) and "requestState" in result:
+        result = {**result, "requestState": "<state>"}
+        return {**message, "result": result}
+    return message
+
+
+def test_plain_modern_calls_are_answered_directly_exactly_as_rmcp_answers_them(setup):
+    """A plain 2026-07-28 `tools/call` is answered without rmcp's
+    per-request service; every answer (results, tool errors, JSON-RPC
+    errors, input-required, missing capabilities) is the one rmcp gives the
+    same request, status included."""
+    setup.add("time")
+    setup.add("misbehave")
+    setup.write_config(
+        "[tools.summarize]\nallow_sampling = true\n"
+        'requires_client = ["sampling", "elicitation"]\n'
+        '[http]\nmetrics = "open"\n'
+    )
+    srv = HttpServer(setup)
+    try:
+        elicit = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+        cases = [
+            ("echo", {"text": "hi"}, META, 1),
+            ("convert_timezone", {"time": "2026-01-01T00:00:00Z", "timezone": "Asia/Tokyo"}, META, "s-1"),
+            ("convert_timezone", {"time": 5}, META, 3),
+            ("spin", {}, META, 4),
+            ("no_such_tool", {}, META, 5),
+            ("summarize", {"text": "t"}, META, 6),
+            ("ask_user", {}, elicit, 2**53),
+            ("echo", None, META, 8),
+        ]
+        for tool, arguments, meta, request_id in cases:
+            body = call_body(tool, arguments, request_id)
+            body["params"]["_meta"] = meta
+            if arguments is None:
+                del body["params"]["arguments"]
+            before = _answered_by(srv.url)
+            direct = post(srv.url, body, modern_headers(tool))
+            middle = _answered_by(srv.url)
+            by_rmcp = post(srv.url, body, {**modern_headers(tool), **BY_RMCP})
+            after = _answered_by(srv.url)
+            assert middle["direct"] == before["direct"] + 1, (tool, before, middle)
+            assert after["rmcp"] == middle["rmcp"] + 1 and after["direct"] == middle["direct"], (tool, after)
+            assert direct[0] == by_rmcp[0], (tool, direct, by_rmcp)
+            types = {k.lower(): v for k, v in direct[1].items()}["content-type"], {
+                k.lower(): v for k, v in by_rmcp[1].items()
+            }["content-type"]
+            assert types == ("application/json", "application/json"), (tool, types)
+            assert _without_state(json.loads(direct[2])) == _without_state(json.loads(by_rmcp[2])), (tool, direct, by_rmcp)
+        # What some of the cases above mean, so the comparison is not of two wrongs.
+        echoed = post(srv.url, call_body("echo", {"text": "hi"}), modern_headers("echo"))
+        assert echoed[0] == 200 and "hi" in text_of_raw(echoed[2]), echoed
+        refused = post(srv.url, call_body("summarize", {"text": "t"}), modern_headers("summarize"))
+        assert refused[0] == 400 and json.loads(refused[2])["error"]["code"] == -32021, refused
+        unknown = post(srv.url, call_body("no_such_tool"), modern_headers("no_such_tool"))
+        assert unknown[0] == 200 and json.loads(unknown[2])["error"]["code"] == -32602, unknown
+
+        # Input-required, then the retry with the answer, both directly.
+        body = call_body("ask_user", {}, 11)
+        body["params"]["_meta"] = elicit
+        first = json.loads(post(srv.url, body, modern_headers("ask_user"))[2])["result"]
+        assert first["resultType"] == "input_required", first
+        (key,) = first["inputRequests"]
+        body["params"]["inputResponses"] = {key: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        body["params"]["requestState"] = first["requestState"]
+        before = _answered_by(srv.url)
+        status, _, text = post(srv.url, body, modern_headers("ask_user"))
+        assert _answered_by(srv.url)["direct"] == before["direct"] + 1
+        assert status == 200 and json.loads(text)["result"]["structuredContent"]["greeting"] == "Hello Ada, 36!", text
+    finally:
+        srv.stop()
+
+
+def test_requests_the_direct_path_does_not_take_get_rmcps_answers(setup):
+    """Anything but a plain, well-formed 2026-07-28 `tools/call` goes to
+    rmcp, which gives its own answer: each bad or unusual request here is
+    answered by rmcp (as /metrics counts it), with rmcp's status."""
+    setup.add("time")
+    setup.write_config('[http]\nmetrics = "open"\n')
+    server = HttpServer(setup)
+    port = server.port
+    ok = json.dumps(call_body()).encode()
+    base = [
+        ("Host", f"127.0.0.1:{port}"),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "get_current_time"),
+    ]
+    progress = call_body()
+    progress["params"]["_meta"] = {**META, "progressToken": "p1"}
+    no_info = call_body()
+    no_info["params"]["_meta"] = {k: v for k, v in META.items() if "clientInfo" not in k}
+    missing_caps = call_body()
+    missing_caps["params"]["_meta"] = {k: v for k, v in META.items() if "clientCapabilities" not in k}
+    import base64
+
+    encoded = "=?base64?" + base64.b64encode(b"get_current_time").decode() + "?="
+    cases = [
+        # (why, body, headers, expected status)
+        ("Mcp-Method twice", ok, base + [("Mcp-Method", "tools/call")], 400),
+        ("Mcp-Name in Base64", ok, [h for h in base if h[0] != "Mcp-Name"] + [("Mcp-Name", encoded)], 200),
+        ("Mcp-Name of another tool", ok, [h for h in base if h[0] != "Mcp-Name"] + [("Mcp-Name", "spin")], 400),
+        ("no Mcp-Name", ok, [h for h in base if h[0] != "Mcp-Name"], 400),
+        ("only JSON accepted", ok, [h for h in base if h[0] != "Accept"] + [("Accept", "application/json")], 406),
+        ("not JSON", ok, [h for h in base if h[0] != "Content-Type"] + [("Content-Type", "text/plain")], 415),
+        ("an older revision", ok, [h for h in base if h[0] != "MCP-Protocol-Version"] + [("MCP-Protocol-Version", LEGACY)], 400),
+        ("a progress token", json.dumps(progress).encode(), base, 200),
+        ("no clientInfo", json.dumps(no_info).encode(), base, 200),
+        ("no clientCapabilities", json.dumps(missing_caps).encode(), base, 400),
+        ("not JSON at all", b"{not json", base, 415),
+        ("a batch", json.dumps([call_body()]).encode(), base, 415),
+        ("a disallowed Host", ok, [("Host", "evil.example")] + base[1:], 403),
+        ("an allowed Origin", ok, base + [("Origin", f"http://127.0.0.1:{port}")], 200),
+        ("a foreign Origin", ok, base + [("Origin", "https://evil.example")], 403),
+    ]
+    try:
+        for why, body, headers, expected in cases:
+            before = _answered_by(server.url)
+            status, text = _raw_post(port, body, headers)
+            after = _answered_by(server.url)
+            assert status == expected, (why, status, text)
+            assert after == {"direct": before["direct"], "rmcp": before["rmcp"] + 1}, (why, before, after)
+        # The plain request itself is answered directly.
+        before = _answered_by(server.url)
+        assert _raw_post(port, ok, base)[0] == 200
+        assert _answered_by(server.url)["direct"] == before["direct"] + 1
+    finally:
+        server.stop()

@@ -117,7 +117,7 @@ impl McpServer {
         let arguments = request.arguments.take().unwrap_or_default();
         let replay = replay_answers(
             self.dispatcher.config().state_keys.as_ref(),
-            &ctx,
+            caller(&ctx),
             &request.name,
             &arguments,
             request.request_state.as_deref(),
@@ -252,7 +252,7 @@ impl McpServer {
 }
 
 /// The answer to a `tools/call` that ran in its request.
-fn respond(
+pub(super) fn respond(
     result: Result<crate::dispatch::CallOutput, DispatchError>,
     replay: Option<&Replay>,
 ) -> Result<CallToolResponse, McpError> {

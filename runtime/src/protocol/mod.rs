@@ -28,12 +28,14 @@
 #![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
 
 mod call;
+mod direct;
 mod events;
 mod notify;
 mod request;
 mod shape;
 mod tasks;
 
+pub use direct::DirectCall;
 pub use notify::{ListKind, Notifier};
 pub use shape::{to_mcp_result, to_mcp_tool};
 pub use tasks::Tasks;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{ClientCapabilities, Implementation, ProtocolVersion, RequestId};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
@@ -31,7 +31,12 @@ pub(super) fn task_owner(ctx: &RequestContext<RoleServer>) -> String {
 /// What the request in `ctx` says its client can do (its own declaration on
 /// 2026-07-28, the session's on older revisions).
 pub(super) fn declared_needs(ctx: &RequestContext<RoleServer>) -> ClientNeeds {
-    ctx.client_capabilities()
+    needs_of(ctx.client_capabilities().as_ref())
+}
+
+/// What a client declaring `capabilities` can do.
+pub(super) fn needs_of(capabilities: Option<&ClientCapabilities>) -> ClientNeeds {
+    capabilities
         .map(|caps| ClientNeeds {
             sampling: caps.sampling.is_some(),
             elicitation: caps.elicitation.is_some(),
@@ -74,23 +79,23 @@ pub(super) fn client_services(
         };
         return Ok((services::shared(peer_services), None));
     }
-    let replay = replay_answers(keys, ctx, what, arguments, state, responses)?;
+    let replay = replay_answers(keys, caller(ctx), what, arguments, state, responses)?;
     let services = ReplayServices::new(replay.answers.clone(), capabilities);
     Ok((services::shared(services), Some(replay)))
 }
 
-/// The answers a 2026-07-28 request brings for guest code named `what`
-/// with `arguments`: those in its signed `state` (checked against a digest
-/// of caller, `what` and arguments) plus its `responses`.
+/// The answers a 2026-07-28 request by `caller` brings for guest code
+/// named `what` with `arguments`: those in its signed `state` (checked
+/// against a digest of caller, `what` and arguments) plus its `responses`.
 pub(super) fn replay_answers(
     keys: Option<&Arc<crate::config::StateKeys>>,
-    ctx: &RequestContext<RoleServer>,
+    caller: Option<&Caller>,
     what: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<Replay, McpError> {
-    let owner = caller(ctx).map(Caller::key);
+    let owner = caller.map(Caller::key);
     let digest = call_digest(
         owner.as_deref(),
         what,
@@ -133,23 +138,43 @@ pub(super) fn client_id(
     ctx: &RequestContext<RoleServer>,
     config: &crate::config::Config,
 ) -> ClientId {
-    let parts = ctx.extensions.get::<http::request::Parts>();
-    let request = match serde_json::to_value(&ctx.id) {
+    let session = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    client_record(
+        transport,
+        &ctx.id,
+        session,
+        ctx.client_info().as_ref(),
+        caller(ctx),
+        config,
+    )
+}
+
+/// The journal's record of request `id` from the client `info` names, in
+/// `session` if any, by `caller` if known.
+pub(super) fn client_record(
+    transport: &'static str,
+    id: &RequestId,
+    session: Option<String>,
+    info: Option<&Implementation>,
+    caller: Option<&Caller>,
+    config: &crate::config::Config,
+) -> ClientId {
+    let request = match serde_json::to_value(id) {
         Ok(serde_json::Value::String(id)) => id,
         Ok(other) => other.to_string(),
         Err(_) => String::new(),
     };
     ClientId {
         transport,
-        session: parts
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        session,
         request: Some(request),
-        name: ctx
-            .client_info()
-            .map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
-        caller: caller(ctx).map(|caller| CallerRecord {
+        name: info.map(|info| format!("{} {}", info.name, info.version).trim().to_owned()),
+        caller: caller.map(|caller| CallerRecord {
             policy: auth::access(&config.callers, Some(caller))
                 .policy_name()
                 .map(str::to_owned),

@@ -138,7 +138,7 @@ pub async fn serve(
     }
     let calls_cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_hosts(allowed_hosts.clone())
         .with_allowed_origins(allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(http.max_body_bytes)
@@ -164,6 +164,10 @@ pub async fn serve(
     };
     // Requests in progress, `/mcp` and the REST face together.
     let permits = Arc::new(Semaphore::new(http.max_concurrent_requests));
+    let direct_hosts = allowed_hosts
+        .iter()
+        .filter_map(|host| Authority::allowed(host))
+        .collect();
     let endpoint = Arc::new(McpEndpoint {
         permits: Arc::clone(&permits),
         budget: Arc::clone(&host.request_budget),
@@ -174,6 +178,14 @@ pub async fn serve(
         initializing: Arc::default(),
         owners: Arc::default(),
         mcp,
+        direct: McpServer::new(
+            Arc::clone(&host.dispatcher),
+            Arc::clone(&host.notifier),
+            Arc::clone(&host.tasks),
+            NAME,
+        ),
+        direct_hosts,
+        cancel: calls_cancel.clone(),
         metrics: Arc::clone(host.dispatcher.metrics()),
         replica_name: http.replica_name.clone(),
     });
@@ -379,6 +391,14 @@ struct McpEndpoint {
     /// callers: a session is only ever used by the caller that opened it.
     owners: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// Answers a plain 2026-07-28 `tools/call` without rmcp's per-request
+    /// service (`protocol::direct`).
+    direct: McpServer,
+    /// The `Host`s rmcp allows (the same list it was given), for requests
+    /// answered without it.
+    direct_hosts: Vec<Authority>,
+    /// Cancels calls in flight at shutdown (rmcp's token too).
+    cancel: CancellationToken,
     /// Where admission rejections are counted.
     metrics: Arc<crate::metrics::Metrics>,
     /// What this replica's session ids start with, before a `.`.
@@ -427,6 +447,25 @@ impl McpEndpoint {
             self.metrics.rejected("request_budget");
             return busy("the server holds too many requests at once; retry shortly");
         };
+        if self.may_answer_directly(&parts)
+            && let Some(call) = self.direct.direct_call(&parts.headers, &body)
+        {
+            self.metrics.mcp_http("direct");
+            let caller = parts.extensions.get::<Caller>().cloned();
+            let cancel = self.cancel.child_token();
+            // The client gone (this future dropped) stops the call, as with rmcp.
+            let gone = cancel.clone().drop_guard();
+            let (status, bytes) = self.direct.answer_direct(call, caller, cancel).await;
+            gone.disarm();
+            let mut response = Response::new(Full::new(bytes::Bytes::from(bytes)).boxed());
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            return response;
+        }
+        self.metrics.mcp_http("rmcp");
         let _initializing = match self.session_slot(&parts, &body).await {
             Ok(slot) => slot,
             Err(response) => return response,
@@ -483,6 +522,36 @@ impl McpEndpoint {
             response.headers_mut().insert("mcp-session-id", prefixed);
         }
         response
+    }
+
+    /// Whether this request may be answered without rmcp, as far as the
+    /// transport is concerned: a `POST` naming no session, without an
+    /// `Origin` (a browser's request is left to rmcp's Origin check), whose
+    /// one `Host` is one rmcp allows (its DNS-rebinding check, made the same
+    /// way: host without brackets and case, and the port when the allowed
+    /// entry names one).
+    fn may_answer_directly(&self, parts: &http::request::Parts) -> bool {
+        if parts.method != hyper::Method::POST
+            || parts.headers.contains_key("mcp-session-id")
+            || parts.headers.contains_key(hyper::header::ORIGIN)
+        {
+            return false;
+        }
+        let mut hosts = parts.headers.get_all(hyper::header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return false;
+        };
+        let Some(host) = host
+            .to_str()
+            .ok()
+            .and_then(|host| hyper::http::uri::Authority::try_from(host).ok())
+            .map(|host| Authority::new(host.host(), host.port_u16()))
+        else {
+            return false;
+        };
+        self.direct_hosts.iter().any(|allowed| {
+            allowed.host == host.host && allowed.port.is_none_or(|port| host.port == Some(port))
+        })
     }
 
     /// Whether `owner` may use `session` (a session nobody is recorded
@@ -562,6 +631,37 @@ impl McpEndpoint {
             ));
         }
         Ok(Some(guard))
+    }
+}
+
+/// A host and perhaps a port, as rmcp compares them: the host without
+/// brackets, in lower case.
+struct Authority {
+    host: String,
+    port: Option<u16>,
+}
+
+impl Authority {
+    fn new(host: &str, port: Option<u16>) -> Self {
+        Authority {
+            host: host
+                .trim_matches('[')
+                .trim_matches(']')
+                .to_ascii_lowercase(),
+            port,
+        }
+    }
+
+    /// An `allowed_hosts` entry: an authority, or else a bare host (`::1`).
+    fn allowed(entry: &str) -> Option<Self> {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return None;
+        }
+        Some(match hyper::http::uri::Authority::try_from(entry) {
+            Ok(authority) => Authority::new(authority.host(), authority.port_u16()),
+            Err(_) => Authority::new(entry, None),
+        })
     }
 }
 

@@ -1,0 +1,354 @@
+//! A self-contained 2026-07-28 `tools/call` over HTTP, answered without
+//! rmcp's per-request service.
+//!
+//! Over HTTP, rmcp serves each stateless request by building a service for
+//! it: its loop and the handler spawned as tasks, channels between them, the
+//! message parsed into rmcp's types and the answer sent back through them.
+//! Measured, that is about half the machine time of a whole call
+//! (`docs/benchmarks.md`, "What the MCP layer costs over HTTP"). A request
+//! that is one plain `tools/call` and passes every check rmcp would make is
+//! instead parsed once here, with rmcp's own types, run by the same
+//! dispatcher on the same lane (sandbox, limits, grants, journal), and
+//! answered with the message rmcp would write, serialised by rmcp's types.
+//!
+//! Invariant: this path only ever takes a request rmcp 3.11's `handle_post`
+//! would accept and hand to `call_tool` with the same inputs. Its checks are
+//! a strict subset of rmcp's, made conservatively: when a check would need
+//! more than a plain comparison (a quoted or weighted `Accept`, a Base64
+//! `Mcp-Name`, a tool whose schema promotes arguments to `Mcp-Param-*`
+//! headers), or the request asks for what only rmcp's service provides
+//! (progress or log notifications, which need an event stream; tasks; an
+//! unknown `_meta` shape), [`McpServer::direct_call`] says `None` and the
+//! request goes to rmcp unchanged, which answers it, errors included. So a
+//! malformed request never gets a different error here than it would
+//! there: it never gets an answer from here at all.
+
+use http::{HeaderMap, StatusCode};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, ProtocolVersion,
+    RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::McpServer;
+use super::call::respond;
+use super::request::{capabilities, client_record, needs_of, replay_answers};
+use crate::auth::Caller;
+use crate::dispatch::CallContext;
+use crate::services::{self, ReplayServices};
+
+/// The one revision this path answers.
+const REVISION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// A `tools/call` this path answers (see [`McpServer::direct_call`]).
+pub struct DirectCall {
+    id: RequestId,
+    params: CallToolRequestParams,
+    meta: RequestMetaObject,
+}
+
+impl McpServer {
+    /// `body`, sent with `headers`, as a call this path answers, or `None`
+    /// when rmcp must answer it. The transport has already checked what is
+    /// its own to check (the method is `POST`, the `Host` and `Origin` are
+    /// allowed, no session is named, the body is within its limits).
+    pub fn direct_call(&self, headers: &HeaderMap, body: &[u8]) -> Option<DirectCall> {
+        if single(headers, "mcp-protocol-version")? != REVISION.as_str()
+            || single(headers, "mcp-method")? != "tools/call"
+            || !is_json(single(headers, http::header::CONTENT_TYPE.as_str())?)
+            || !accepts_json_and_events(headers)?
+        {
+            return None;
+        }
+        let ClientJsonRpcMessage::Request(request) = serde_json::from_slice(body).ok()? else {
+            return None;
+        };
+        let ClientRequest::CallToolRequest(mut call) = request.request else {
+            return None;
+        };
+        // rmcp's deserialiser keeps `_meta` among the request's extensions.
+        let meta = call.extensions.remove::<RequestMetaObject>()?;
+        let params = call.params;
+        // `Mcp-Name` in its plain form only: the Base64 form is rmcp's to decode.
+        let name = single(headers, "mcp-name")?;
+        if name.starts_with("=?") || name != params.name {
+            return None;
+        }
+        let declared = meta.client_capabilities()?;
+        if meta.protocol_version()? != REVISION
+            || !meta.missing_required_keys(&REVISION).is_empty()
+            // The journal names the client; rmcp's fallback for a missing
+            // `clientInfo` is its own to make.
+            || meta.client_info().is_none()
+            // Notifications need rmcp's event stream; tasks its task path.
+            || meta.get_progress_token().is_some()
+            || meta.log_level().is_some()
+            || declared.supports_tasks()
+        {
+            return None;
+        }
+        // rmcp checks `Mcp-Param-*` headers against the schema's
+        // `x-mcp-header` annotations; a tool with any is left to it.
+        let catalog = self.dispatcher.registry().snapshot();
+        if catalog
+            .tools
+            .get(params.name.as_ref())
+            .is_some_and(|tool| mentions_header_annotation(&tool.spec.descriptor.input_schema))
+        {
+            return None;
+        }
+        Some(DirectCall {
+            id: request.id,
+            params,
+            meta,
+        })
+    }
+
+    /// Run `call` for `caller` and answer it as rmcp would: the HTTP status
+    /// and the JSON-RPC message's bytes. `cancel` stops the call (the server
+    /// shutting down, the client gone).
+    pub async fn answer_direct(
+        &self,
+        call: DirectCall,
+        caller: Option<Caller>,
+        cancel: CancellationToken,
+    ) -> (StatusCode, Vec<u8>) {
+        let this = self.clone();
+        let id = call.id.clone();
+        // On the lane rmcp's path would give it; see `dispatch::Lanes`.
+        let result = self
+            .dispatcher
+            .lanes()
+            .handle(move |lane| async move {
+                this.run_direct(call, caller.as_ref(), &cancel, lane).await
+            })
+            .await;
+        let (message, status) = match result {
+            Ok(response) => {
+                let mut result = ServerResult::from(response);
+                // What rmcp's handler does to every 2026-07-28 result.
+                result.fill_missing_cache_hints();
+                (ServerJsonRpcMessage::response(result, id), StatusCode::OK)
+            }
+            Err(error) => {
+                let status = error_status(error.code);
+                (ServerJsonRpcMessage::error(error, Some(id)), status)
+            }
+        };
+        match serde_json::to_vec(&message) {
+            Ok(bytes) => (status, bytes),
+            Err(error) => {
+                tracing::error!(%error, "cannot serialise a tools/call answer");
+                let fallback = ServerJsonRpcMessage::error(
+                    McpError::internal_error("the answer could not be serialised", None),
+                    None,
+                );
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    serde_json::to_vec(&fallback).unwrap_or_default(),
+                )
+            }
+        }
+    }
+
+    /// The call itself: as [`McpServer::handle_call`] runs a 2026-07-28 call
+    /// that is not a task and asked for no notifications.
+    async fn run_direct(
+        &self,
+        call: DirectCall,
+        caller: Option<&Caller>,
+        cancel: &CancellationToken,
+        lane: crate::dispatch::Lane,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        let DirectCall {
+            id,
+            mut params,
+            meta,
+        } = call;
+        let declared = needs_of(meta.client_capabilities().as_ref());
+        let config = self.dispatcher.config();
+        let arguments = params.arguments.clone().unwrap_or_default();
+        let replay = replay_answers(
+            config.state_keys.as_ref(),
+            caller,
+            &params.name,
+            &arguments,
+            params.request_state.as_deref(),
+            params.input_responses.take(),
+        )?;
+        let services = services::shared(ReplayServices::new(
+            replay.answers.clone(),
+            capabilities(declared),
+        ));
+        let info = meta.client_info();
+        let result = self
+            .dispatcher
+            .call(
+                &params.name,
+                params.arguments,
+                CallContext {
+                    events: None,
+                    cancel,
+                    client_roots: None,
+                    services: Some(services),
+                    client: &|| {
+                        client_record(self.transport, &id, None, info.as_ref(), caller, &config)
+                    },
+                    caller,
+                    lane,
+                    declared: Some(declared),
+                    task: None,
+                },
+            )
+            .await;
+        respond(result, Some(&replay)).map_err(|mut error| {
+            // As rmcp's handler maps it for 2026-07-28 peers.
+            if error.code == ErrorCode::RESOURCE_NOT_FOUND {
+                error.code = ErrorCode::INVALID_PARAMS;
+            }
+            error
+        })
+    }
+}
+
+/// The HTTP status rmcp gives a JSON-RPC error on the 2026-07-28 path (the
+/// request's `_meta` being well formed, as this path requires).
+fn error_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The value of header `name` when it appears exactly once, as text.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    value.to_str().ok()
+}
+
+/// Whether a `Content-Type` is JSON (parameters ignored, as rmcp does).
+fn is_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Whether `Accept` lists both JSON and event streams, in the plain form
+/// only (no parameters, no quotes: weights are rmcp's to read); `None` for
+/// any other form.
+fn accepts_json_and_events(headers: &HeaderMap) -> Option<bool> {
+    let (mut json, mut events) = (false, false);
+    for value in headers.get_all(http::header::ACCEPT) {
+        let value = value.to_str().ok()?;
+        if value.contains([';', '"']) {
+            return None;
+        }
+        for entry in value.split(',').map(str::trim) {
+            json |= entry.eq_ignore_ascii_case("application/json");
+            events |= entry.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    Some(json && events)
+}
+
+/// Whether `x-mcp-header` appears anywhere in `schema` (a superset of the
+/// annotations rmcp reads, which sit on `properties` chains). Walked with a
+/// stack of its own: the schema comes from a guest.
+fn mentions_header_annotation(schema: &serde_json::Map<String, Value>) -> bool {
+    if schema.contains_key("x-mcp-header") {
+        return true;
+    }
+    let mut pending: Vec<&Value> = schema.values().collect();
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(map) if map.contains_key("x-mcp-header") => return true,
+            Value::Object(map) => pending.extend(map.values()),
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                http::HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn accept_must_name_both_in_the_plain_form() {
+        let both = headers(&[("accept", "application/json, text/event-stream")]);
+        assert_eq!(accepts_json_and_events(&both), Some(true));
+        let split = headers(&[
+            ("accept", "application/json"),
+            ("accept", "TEXT/EVENT-STREAM"),
+        ]);
+        assert_eq!(accepts_json_and_events(&split), Some(true));
+        let one = headers(&[("accept", "application/json")]);
+        assert_eq!(accepts_json_and_events(&one), Some(false));
+        // A weight (perhaps zero) is rmcp's to read.
+        let weighted = headers(&[("accept", "application/json, text/event-stream;q=0")]);
+        assert_eq!(accepts_json_and_events(&weighted), None);
+        assert_eq!(accepts_json_and_events(&HeaderMap::new()), Some(false));
+    }
+
+    #[test]
+    fn repeated_headers_are_not_single() {
+        let twice = headers(&[("mcp-method", "tools/call"), ("mcp-method", "tools/call")]);
+        assert_eq!(single(&twice, "mcp-method"), None);
+        let once = headers(&[("mcp-method", "tools/call")]);
+        assert_eq!(single(&once, "mcp-method"), Some("tools/call"));
+    }
+
+    #[test]
+    fn content_type_parameters_are_ignored() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/json-seq"));
+    }
+
+    #[test]
+    fn header_annotations_are_found_at_any_depth() {
+        let plain = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert!(!mentions_header_annotation(plain.as_object().expect("an object")));
+        let nested =
+            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": "B"}}}}});
+        assert!(mentions_header_annotation(nested.as_object().expect("an object")));
+        let in_array = serde_json::json!({"anyOf": [{"x-mcp-header": "A"}]});
+        assert!(mentions_header_annotation(in_array.as_object().expect("an object")));
+    }
+
+    #[test]
+    fn errors_get_the_status_rmcp_gives_them() {
+        assert_eq!(error_status(ErrorCode::INVALID_PARAMS), StatusCode::OK);
+        assert_eq!(
+            error_status(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            error_status(ErrorCode::METHOD_NOT_FOUND),
+            StatusCode::NOT_FOUND
+        );
+    }
+}
