@@ -193,6 +193,8 @@ pub struct HttpRequest {
     suffix: Bytes,
     /// A REST call (`POST /tool`, no JSON-RPC id) rather than MCP.
     rest: bool,
+    /// The `Accept` header of an MCP request, if not the plain one.
+    accept: Option<String>,
 }
 
 impl HttpRequest {
@@ -231,6 +233,7 @@ impl HttpRequest {
             prefix: Bytes::from(serde_json::to_vec(&body).context("cannot encode a request")?),
             suffix: Bytes::new(),
             rest: true,
+            accept: None,
         })
     }
 
@@ -242,7 +245,15 @@ impl HttpRequest {
             prefix: Bytes::from_static(br#"{"jsonrpc":"2.0","id":"#),
             suffix: Bytes::from(format!(r#","method":"{method}","params":{params}}}"#)),
             rest: false,
+            accept: None,
         })
+    }
+
+    /// The same request with `accept` as its `Accept` header (MCP only).
+    #[must_use]
+    pub fn with_accept(mut self, accept: Option<&str>) -> HttpRequest {
+        self.accept = accept.map(str::to_owned);
+        self
     }
 
     fn body(&self, id: u64) -> Bytes {
@@ -315,7 +326,13 @@ impl Connection {
             .header(hyper::header::CONTENT_TYPE, "application/json");
         if !request.rest {
             builder = builder
-                .header(hyper::header::ACCEPT, "application/json, text/event-stream")
+                .header(
+                    hyper::header::ACCEPT,
+                    request
+                        .accept
+                        .as_deref()
+                        .unwrap_or("application/json, text/event-stream"),
+                )
                 .header("MCP-Protocol-Version", PROTOCOL_VERSION)
                 .header("Mcp-Method", request.method);
             if let Some(tool) = &request.tool {

@@ -314,6 +314,14 @@ struct TransportOpts {
     /// server needs `[http.rest] enabled = true`) instead of MCP.
     #[arg(long, requires = "http")]
     rest: bool,
+    /// With `--http`: the `Accept` header of MCP requests (default
+    /// `application/json, text/event-stream`). toolcage answers a plain
+    /// 2026-07-28 `tools/call` without rmcp's per-request service, but
+    /// leaves a weighted `Accept` (`application/json,
+    /// text/event-stream;q=1`, which means the same) to rmcp: how the
+    /// benchmark measures both paths in one server.
+    #[arg(long, requires = "http", conflicts_with = "rest")]
+    accept: Option<String>,
 }
 
 impl TransportOpts {
@@ -322,7 +330,7 @@ impl TransportOpts {
         if self.rest {
             HttpRequest::rest_call(tool, arguments)
         } else {
-            HttpRequest::call(tool, arguments)
+            Ok(HttpRequest::call(tool, arguments)?.with_accept(self.accept.as_deref()))
         }
     }
 }
@@ -831,6 +839,7 @@ async fn http_throughput_run(
 fn transport_name(transport: &TransportOpts) -> &'static str {
     match (transport.http, transport.rest) {
         (true, true) => "rest",
+        (true, false) if transport.accept.is_some() => "http (Accept as given)",
         (true, false) => "http",
         _ => "stdio",
     }
