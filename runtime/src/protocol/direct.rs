@@ -26,8 +26,8 @@
 use http::{HeaderMap, StatusCode};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, ProtocolVersion,
-    RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, Implementation,
+    ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +36,7 @@ use super::McpServer;
 use super::call::respond;
 use super::request::{capabilities, client_record, needs_of, replay_answers};
 use crate::auth::Caller;
+use crate::config::ClientNeeds;
 use crate::dispatch::CallContext;
 use crate::services::{self, ReplayServices};
 
@@ -46,7 +47,10 @@ const REVISION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 pub struct DirectCall {
     id: RequestId,
     params: CallToolRequestParams,
-    meta: RequestMetaObject,
+    /// What the request's `_meta` declares the client can do.
+    declared: ClientNeeds,
+    /// The client, as its `_meta` names it.
+    info: Implementation,
 }
 
 impl McpServer {
@@ -77,11 +81,11 @@ impl McpServer {
             return None;
         }
         let declared = meta.client_capabilities()?;
+        // The journal names the client; rmcp's fallback for a missing
+        // `clientInfo` is its own to make.
+        let info = meta.client_info()?;
         if meta.protocol_version()? != REVISION
             || !meta.missing_required_keys(&REVISION).is_empty()
-            // The journal names the client; rmcp's fallback for a missing
-            // `clientInfo` is its own to make.
-            || meta.client_info().is_none()
             // Notifications need rmcp's event stream; tasks its task path.
             || meta.get_progress_token().is_some()
             || meta.log_level().is_some()
@@ -102,7 +106,8 @@ impl McpServer {
         Some(DirectCall {
             id: request.id,
             params,
-            meta,
+            declared: needs_of(Some(&declared)),
+            info,
         })
     }
 
@@ -165,9 +170,9 @@ impl McpServer {
         let DirectCall {
             id,
             mut params,
-            meta,
+            declared,
+            info,
         } = call;
-        let declared = needs_of(meta.client_capabilities().as_ref());
         let config = self.dispatcher.config();
         let arguments = params.arguments.clone().unwrap_or_default();
         let replay = replay_answers(
@@ -182,7 +187,6 @@ impl McpServer {
             replay.answers.clone(),
             capabilities(declared),
         ));
-        let info = meta.client_info();
         let result = self
             .dispatcher
             .call(
@@ -194,7 +198,7 @@ impl McpServer {
                     client_roots: None,
                     services: Some(services),
                     client: &|| {
-                        client_record(self.transport, &id, None, info.as_ref(), caller, &config)
+                        client_record(self.transport, &id, None, Some(&info), caller, &config)
                     },
                     caller,
                     lane,
@@ -331,12 +335,18 @@ mod tests {
     #[test]
     fn header_annotations_are_found_at_any_depth() {
         let plain = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        assert!(!mentions_header_annotation(plain.as_object().expect("an object")));
+        assert!(!mentions_header_annotation(
+            plain.as_object().expect("an object")
+        ));
         let nested =
             serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": "B"}}}}});
-        assert!(mentions_header_annotation(nested.as_object().expect("an object")));
+        assert!(mentions_header_annotation(
+            nested.as_object().expect("an object")
+        ));
         let in_array = serde_json::json!({"anyOf": [{"x-mcp-header": "A"}]});
-        assert!(mentions_header_annotation(in_array.as_object().expect("an object")));
+        assert!(mentions_header_annotation(
+            in_array.as_object().expect("an object")
+        ));
     }
 
     #[test]
