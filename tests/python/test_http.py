@@ -261,7 +261,14 @@ def _get(url):
 
 
 def _raw_post(port, body: bytes, headers: list[tuple[str, str]]):
-    """A POST with exactly `headers`, repeated names included."""
+    """A POST with exactly `headers`, repeated names included: its status
+    and body."""
+    status, _, text = _raw_exchange(port, body, headers)
+    return status, text
+
+
+def _raw_exchange(port, body: bytes, headers: list[tuple[str, str]]):
+    """A POST with exactly `headers`: its status, content type and body."""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -273,7 +280,7 @@ def _raw_post(port, body: bytes, headers: list[tuple[str, str]]):
     response = conn.getresponse()
     text = response.read().decode()
     conn.close()
-    return response.status, text
+    return response.status, response.getheader("content-type"), text
 
 
 def text_of_raw(text: str) -> str:
@@ -412,5 +419,107 @@ def test_requests_the_direct_path_does_not_take_get_rmcps_answers(setup):
         before = _answered_by(server.url)
         assert _raw_post(port, ok, base)[0] == 200
         assert _answered_by(server.url)["direct"] == before["direct"] + 1
+    finally:
+        server.stop()
+
+
+def test_mutated_requests_get_the_same_answer_from_either_path(setup):
+    """Randomly mutated calls (seeded, so a failure replays): wrong types in
+    `_meta`, ids, names and arguments, extra params, other hosts, content
+    types, names and revisions in the headers. Each is sent as is, then with
+    an extra weighted `Accept` value, which rmcp ignores (it asks only that
+    JSON and event streams be accepted) and the direct path leaves to rmcp.
+    Whichever path took the first, both answers are the same."""
+    import copy
+    import random
+
+    setup.add("time")
+    setup.add("misbehave")
+    setup.write_config('[http]\nmetrics = "open"\n')
+    server = HttpServer(setup)
+    port = server.port
+    rnd = random.Random(2026)
+    weird = [None, 0, -1, 1.5, "x", [], {}, True, 2**64, MODERN]
+    tools = [
+        ("echo", {"text": "hi"}),
+        ("echo", {"text": 5}),
+        ("ask_user", {}),
+        ("spin", {}),
+        ("no_such_tool", {}),
+    ]
+
+    def mutate(body, headers, tool):
+        params = body["params"]
+        kind = rnd.randrange(12)
+        if kind == 0 and "_meta" in params:
+            params["_meta"][rnd.choice(list(META))] = rnd.choice(weird)
+        elif kind == 1 and "_meta" in params:
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = rnd.choice(
+                [{"elicitation": {}}, {"sampling": {}}, {"roots": {}}, {"elicitation": 5}, {"extensions": {"x": {}}}]
+            )
+        elif kind == 2:
+            params["arguments"] = rnd.choice(weird)
+        elif kind == 3:
+            body["id"] = rnd.choice(weird)
+        elif kind == 4:
+            params[rnd.choice(["task", "requestState", "inputResponses", "extra"])] = rnd.choice(weird)
+        elif kind == 5:
+            params["name"] = rnd.choice(weird)
+        elif kind == 6:
+            headers["Host"] = rnd.choice(
+                [f"LOCALHOST:{port}", "127.0.0.1", f"[::1]:{port}", "localhost:1", "evil.example:1", f"u@127.0.0.1:{port}"]
+            )
+        elif kind == 7:
+            headers["Content-Type"] = rnd.choice(
+                ["application/json; charset=utf-8", "APPLICATION/JSON", "application/jsonx", "text/json"]
+            )
+        elif kind == 8:
+            headers["Mcp-Name"] = rnd.choice([tool.upper(), " " + tool, tool + " ", "echo"])
+        elif kind == 9:
+            headers["MCP-Protocol-Version"] = rnd.choice([LEGACY, MODERN + " ", "2099-01-01"])
+        elif kind == 10:
+            body["jsonrpc"] = rnd.choice(weird)
+        else:
+            params.pop(rnd.choice(["_meta", "arguments", "name"]), None)
+
+    def comparable(text):
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return text
+        return _without_state(message) if isinstance(message, dict) else message
+
+    taken = 0
+    try:
+        for case in range(200):
+            tool, arguments = rnd.choice(tools)
+            body = call_body(tool, copy.deepcopy(arguments), rnd.choice([1, "a", 2**53, 0, -5]))
+            body["params"]["_meta"] = copy.deepcopy(META)
+            headers = {
+                "Host": f"127.0.0.1:{port}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": tool,
+            }
+            for _ in range(rnd.randint(0, 2)):
+                mutate(body, headers, tool)
+            raw = json.dumps(body).encode()
+            before = _answered_by(server.url)
+            first = _raw_exchange(port, raw, list(headers.items()))
+            middle = _answered_by(server.url)
+            second = _raw_exchange(port, raw, [*headers.items(), ("Accept", "application/x-none;q=1")])
+            assert _answered_by(server.url)["direct"] == middle["direct"], (case, body, headers)
+            taken += middle["direct"] - before["direct"]
+            assert first[:2] == second[:2] and comparable(first[2]) == comparable(second[2]), (
+                case,
+                body,
+                headers,
+                first,
+                second,
+            )
+        # Both paths were exercised, not only the fallback.
+        assert 50 < taken < 190, taken
     finally:
         server.stop()
