@@ -122,6 +122,15 @@ pub enum CallFailure {
         /// The cap.
         limit: usize,
     },
+    /// Held too many files, directory listings and connections open at
+    /// once (each a file descriptor of the server).
+    #[error(
+        "held more than {limit} open files, directory listings and HTTP connections at once (limit {limit})"
+    )]
+    OpenHandles {
+        /// The cap.
+        limit: usize,
+    },
     /// Built HTTP headers or trailers larger than the host keeps.
     #[error(
         "built HTTP header fields larger than allowed (limit {limit} bytes for one request's or response's headers)"
@@ -156,6 +165,7 @@ impl CallFailure {
             CallFailure::ResultTooLarge { .. } => "result_size",
             CallFailure::Transfer { .. } => "transfer",
             CallFailure::Resources { .. } => "host_resources",
+            CallFailure::OpenHandles { .. } => "open_handles",
             CallFailure::HttpFields { .. } => "http_fields",
             CallFailure::Random { .. } => "random",
             _ => return None,

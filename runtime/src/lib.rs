@@ -179,6 +179,37 @@ pub struct Host {
     pub request_budget: Arc<RequestBudget>,
 }
 
+/// What the server keeps for itself of the process's open files, besides
+/// its HTTP connections: journal, compile cache, watches, listeners, pipes.
+const RESERVED_FILES: u64 = 256;
+
+/// Raise the process's limit on open files and set each call's cap of open
+/// handles so that every call at its cap, every HTTP connection and the
+/// server's own files fit (`grants::handles`).
+fn open_files_budget(config: &config::Config) {
+    let calls = config.server.max_concurrent_calls;
+    let connections = u64::try_from(config.http.max_connections).unwrap_or(u64::MAX);
+    let budget = grants::handles::budget(calls, connections.saturating_add(RESERVED_FILES));
+    if budget.short {
+        tracing::warn!(
+            limit = budget.process,
+            max_concurrent_calls = calls,
+            max_connections = connections,
+            per_call = budget.per_call,
+            "the process may open too few files for its calls and connections: each call may \
+             still hold its minimum, so together they can exhaust it; raise `ulimit -n` (the \
+             hard limit) or lower `server.max_concurrent_calls`"
+        );
+    } else {
+        tracing::debug!(
+            limit = budget.process,
+            raised_from = budget.before,
+            per_call = budget.per_call,
+            "open files budgeted"
+        );
+    }
+}
+
 impl Host {
     /// Build the sandbox and load every tool in the tools folder. A missing
     /// folder is logged and serves no tools; broken files are skipped.
@@ -187,6 +218,7 @@ impl Host {
     ///
     /// The engine cannot be created.
     pub async fn load(options: Options) -> anyhow::Result<Host> {
+        open_files_budget(&options.config);
         let sandbox = Arc::new(
             Sandbox::new(&SandboxSettings {
                 max_concurrent_calls: options.config.server.max_concurrent_calls,

@@ -8,7 +8,7 @@
 //!   `call_peak_memory_bytes{tool}`: histograms of calls that ran;
 //! - `limit_hits_total{limit}`: calls ended by a limit (`fuel`, `deadline`,
 //!   `memory`, `stack`, `result_size`, `transfer`, `host_resources`,
-//!   `http_fields`, `random`);
+//!   `open_handles`, `http_fields`, `random`);
 //! - `refusals_total{reason}`: calls refused before their tool ran
 //!   (`unknown_tool`, `not_permitted`, `client_capability`, `arguments`,
 //!   `confirmation`, `shutdown`), and requests a tool made that its network

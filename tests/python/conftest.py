@@ -210,7 +210,7 @@ class RawServer:
     """The binary on raw pipes, for what an SDK would not send: malformed
     lines, wrong shapes. Every stdout line is checked to be JSON-RPC."""
 
-    def __init__(self, s: Setup, log: str = "info,rmcp=warn"):
+    def __init__(self, s: Setup, log: str = "info,rmcp=warn", preexec_fn=None):
         self.stderr = open(s.stderr_path, "a")
         self.proc = subprocess.Popen(
             [str(BIN), *s.args()],
@@ -218,6 +218,7 @@ class RawServer:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             env={**os.environ, "TOOLCAGE_LOG": log},
+            preexec_fn=preexec_fn,
         )
         self.lines: list[str] = []
         self.next_id = 0

@@ -177,6 +177,103 @@ def test_hostile_results_and_host_calls_are_bounded_and_named(hostile, tool, arg
     assert hostile.peak_mib() < PEAK_MIB, hostile.peak_mib()
 
 
+def open_fds(probe) -> int:
+    return len(os.listdir(f"/proc/{probe.proc.pid}/fd"))
+
+
+def wait_for_fds(probe, at_most: int) -> int:
+    """The server's open descriptors once they are down to `at_most` (or
+    after 10 s): connections close in their own tasks, just after the call."""
+    for _ in range(100):
+        if open_fds(probe) <= at_most:
+            break
+        time.sleep(0.1)
+    return open_fds(probe)
+
+
+OPEN_CAP = "open files, directory listings and HTTP connections at once"
+
+
+@pytest.mark.parametrize("how", ["file", "list"])
+def test_a_call_holds_at_most_its_share_of_open_files(hostile, how):
+    # Each open file or listing is a descriptor of the server process; one
+    # call opening the same file in a loop must not take them all.
+    path = hostile.data / "file" if how == "file" else hostile.data
+    before = open_fds(hostile)
+    result = hostile.call("open_flood", {"path": str(path), "how": how})
+    assert result["isError"], result
+    assert f"held more than 256 {OPEN_CAP} (limit 256)" in raw_text(result), raw_text(result)
+    # Every one was closed with the call, and the next call may open its own.
+    assert wait_for_fds(hostile, before + 4) <= before + 4
+    result = hostile.call("open_flood", {"path": str(path), "how": how, "count": 100})
+    assert not result["isError"], result
+    hostile.still_serving()
+
+
+def test_a_call_holds_at_most_its_share_of_connections(setup, tmp_path):
+    # A granted host that accepts connections (the kernel's backlog) and
+    # never answers: every request holds a socket until its timeout.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    authority = f"127.0.0.1:{listener.getsockname()[1]}"
+    setup.add("time")
+    setup.add("hostile")
+    setup.write_config(f'[tools.connection_flood]\nnetwork = ["{authority}"]\nhttp_timeout_ms = 5000\n')
+    probe = Probe(setup)
+    probe.initialize()
+    before = open_fds(probe)
+    result = probe.call("connection_flood", {"authority": authority, "count": 300, "check": 20})
+    # The first 256 were sent; the rest were refused at once, with the reason.
+    assert raw_text(result).startswith("20 of the last 20 refused"), result
+    assert "holds 256 open files, directories and connections already, its limit" in raw_text(result)
+    # The call's connections closed with it.
+    assert wait_for_fds(probe, before + 4) <= before + 4
+    probe.still_serving()
+    probe.close()
+    listener.close()
+
+
+def test_the_cap_fits_the_process_limit_which_the_server_raises(setup, tmp_path):
+    import resource
+
+    setup.add("time")
+    setup.add("hostile")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "file").write_text("plain")
+    setup.write_config(
+        f"""
+[server]
+max_concurrent_calls = 4
+
+[http]
+max_connections = 64
+
+[defaults]
+roots = [{{ path = "{data}" }}]
+"""
+    )
+    # Started with a soft limit of 300 and a hard one of 600: the server
+    # raises its own to 600, keeps 64 connections and 256 files for
+    # itself, and gives each of 4 calls (600 - 320) / 4 = 70.
+    probe = Probe(setup, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (300, 600)))
+    probe.initialize()
+    limits = Path(f"/proc/{probe.proc.pid}/limits").read_text()
+    assert any(line.startswith("Max open files") and line.split()[3:5] == ["600", "600"] for line in limits.splitlines()), limits
+    # Four floods at once: each ends at its own cap, none at the process's.
+    ids = []
+    for _ in range(4):
+        probe.next_id += 1
+        ids.append(probe.next_id)
+        probe.send(call_request(probe.next_id, "open_flood", {"path": str(data / "file"), "hold_ms": 500}))
+    for request_id in ids:
+        reply = probe.read_response(request_id)
+        assert f"held more than 70 {OPEN_CAP} (limit 70)" in raw_text(reply["result"]), reply
+    probe.still_serving()
+    probe.close()
+
+
 def test_a_client_that_cannot_be_asked_is_checked_before_the_request_is_read(setup):
     setup.add("hostile")
     probe = Probe(setup)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -260,6 +261,42 @@ async def test_awkward_paths_are_reported_not_fatal(setup, tree, era, client):
         # Still serving.
         ok = await c.call_tool("read_text_file", {"path": str(tree.rw / "hello.txt")})
         assert not ok.is_error
+    tree.assert_untouched()
+
+
+async def test_a_listing_gives_each_entry_the_type_the_file_system_reports(setup, tree):
+    # The host reads a listing's entries as the guest asks for them, typed
+    # from the directory entry itself (no stat per entry): every kind, and
+    # more entries than one read of the folder returns.
+    kinds = tree.rw / "kinds"
+    kinds.mkdir()
+    (kinds / "file").write_text("x")
+    (kinds / "dir").mkdir()
+    os.symlink(kinds / "file", kinds / "link-to-file")
+    os.symlink(kinds / "dir", kinds / "link-to-dir")
+    os.symlink(kinds / "nowhere", kinds / "dangling")
+    os.mkfifo(kinds / "fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(kinds / "socket"))
+    many = [f"many-{i:04}" for i in range(2000)]
+    for name in many:
+        (kinds / name).write_text("")
+    async with fs_session(setup, tree, MODERN) as c:
+        result = await c.call_tool("list_directory", {"path": str(kinds)})
+        assert not result.is_error, text_of(result)
+        entries = {e["name"]: e["type"] for e in result.structured_content["entries"]}
+        assert {name: kind for name, kind in entries.items() if not name.startswith("many-")} == {
+            "file": "file",
+            "dir": "directory",
+            "link-to-file": "symlink",
+            "link-to-dir": "symlink",
+            "dangling": "symlink",
+            "fifo": "other",
+            "socket": "other",
+        }
+        assert sorted(name for name in entries if name.startswith("many-")) == many
+        assert result.structured_content["truncated"] is False
+    sock.close()
     tree.assert_untouched()
 
 

@@ -29,6 +29,7 @@
 pub mod config;
 pub mod env;
 pub mod files;
+pub mod handles;
 pub mod network;
 pub mod services;
 
@@ -41,6 +42,7 @@ use crate::call::ClientServices;
 use config::ConfigGrant;
 use env::{EnvGrant, EnvVar};
 use files::{EffectiveRoot, Root};
+use handles::OsHandles;
 use network::{NetGate, NetGrant};
 use services::{ClientAccess, ServicesGrant};
 
@@ -102,6 +104,9 @@ pub struct CallGrants {
     pub services: ClientAccess,
     /// The tool's secret values, scrubbed from everything the host logs.
     pub secrets: Arc<[String]>,
+    /// The files, listings and connections the call holds open, under
+    /// its cap (shared with `network`).
+    pub handles: Arc<OsHandles>,
 }
 
 impl Grants {
@@ -112,6 +117,7 @@ impl Grants {
         } else {
             self.secrets().map(str::to_owned).collect()
         };
+        let handles = Arc::new(OsHandles::default());
         CallGrants {
             files: files::effective_roots(&self.files, call.caller.roots, call.client_roots),
             env: Arc::clone(&self.env.vars),
@@ -120,10 +126,12 @@ impl Grants {
                 Arc::from(call.tool),
                 Arc::clone(&self.network),
                 Arc::clone(&secrets),
+                Arc::clone(&handles),
             )
             .narrowed(call.caller.hosts.map(|hosts| (call.caller.name, hosts))),
             services: self.services.prepare(call.client),
             secrets,
+            handles,
         }
     }
 

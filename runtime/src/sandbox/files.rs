@@ -1,5 +1,8 @@
-//! `wasi:filesystem` `open-at`, replaced so that no open can block a
-//! runtime thread.
+//! `wasi:filesystem` functions replaced over wasmtime-wasi's own:
+//! `open-at`, so that no open can block a runtime thread and every open
+//! file counts against the call's cap of open handles, and
+//! `read-directory`, so that a listing costs no `stat` per entry and holds
+//! no more host memory than one batch of entries.
 //!
 //! File operations run inline on the runtime thread (see `Sandbox::start`:
 //! `allow_blocking_current_thread`), which is what makes small file tools
@@ -12,7 +15,7 @@
 //! So this module defines `[method]descriptor.open-at` over wasmtime-wasi's
 //! own: the same checks, in the same order, as wasmtime-wasi 48's
 //! `Dir::open_at` (flags, the read-only permission of the root, `..` and
-//! symlinks resolved beneath the directory by cap-primitives), plus two
+//! symlinks resolved beneath the directory by cap-primitives), plus three
 //! steps that make it safe by construction:
 //!
 //! - the file is opened with `O_NONBLOCK`, so opening a FIFO returns at
@@ -21,20 +24,37 @@
 //! - the handle that was opened (not the path, which could be swapped in
 //!   between) is checked with `fstat`: anything but a regular file or a
 //!   directory (FIFO, socket, character or block device) is closed and
-//!   refused with `access`.
+//!   refused with `access`;
+//! - the new file descriptor is counted among the call's open handles
+//!   (`grants::handles`) for as long as it lives, streams included; past
+//!   the cap the call traps with the limit named.
+//!
+//! `read-directory` and its stream (`directory-entry-stream`, its
+//! `read-directory-entry` and its destructor) are defined here too.
+//! wasmtime-wasi 48 reads the whole folder when the stream is opened and
+//! `stat`s every entry to learn its type; here the stream reads entries as
+//! the guest asks for them (`getdents64` a batch at a time, its descriptor
+//! counted like an open file), with the type the file system reported in
+//! the entry, and `lstat`s only an entry whose type it did not report
+//! (`DT_UNKNOWN`). Types are mapped exactly as wasmtime-wasi maps them
+//! (FIFOs and sockets are `unknown`, as there).
 //!
 //! Every other filesystem function is wasmtime-wasi's: a descriptor of a
 //! special file can only come from `open-at`, and preopens are the
 //! operator's directories.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use wasmtime::component::{Linker, Resource};
+use cap_primitives::fs::{FileTypeExt as _, ReadDir};
+use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    DescriptorFlags, ErrorCode, OpenFlags, PathFlags,
+    DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, OpenFlags, PathFlags,
 };
+
+use crate::grants::handles::HandleLimit;
 
 use super::HostState;
 
@@ -42,15 +62,24 @@ use super::HostState;
 /// importing any 0.2.x version are linked to it).
 const TYPES: &str = "wasi:filesystem/types@0.2.12";
 
-/// Replace `open-at` in `linker` (which already has wasmtime-wasi's p2
-/// functions).
+/// A directory listing in progress: the entries not read yet, and the
+/// descriptor it reads them from (its place among the call's open
+/// handles is `ticket`).
+struct Listing {
+    entries: ReadDir,
+    _ticket: Arc<()>,
+}
+
+/// Replace `open-at` and the directory listing in `linker` (which already
+/// has wasmtime-wasi's p2 functions).
 ///
 /// # Errors
 ///
 /// The instance or function is missing (a wasmtime-wasi version mismatch).
 pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    linker.instance(TYPES)?.func_wrap(
+    let mut types = linker.instance(TYPES)?;
+    types.func_wrap(
         "[method]descriptor.open-at",
         |mut store,
          (fd, path_flags, path, open_flags, flags): (
@@ -61,20 +90,127 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             DescriptorFlags,
         )| {
             let state: &mut HostState = store.data_mut();
+            state.touch();
             let opened = match open_at(state, &fd, path_flags, &path, open_flags, flags) {
-                Ok(descriptor) => match state.table.push(descriptor) {
-                    Ok(resource) => Ok(resource),
-                    // A full table traps, as wasmtime-wasi's own functions do,
-                    // so the call reports the resource limit.
-                    Err(full) => return Err(wasmtime::Error::new(full)),
-                },
+                Ok(descriptor) => {
+                    // Past the cap the new file is closed (dropped here)
+                    // and the call traps, naming the limit.
+                    let handle = match &descriptor {
+                        Descriptor::File(file) => &file.file,
+                        Descriptor::Dir(dir) => &dir.dir,
+                    };
+                    state.grants.handles.hold(handle)?;
+                    Ok(push(state, descriptor)?)
+                }
                 Err(code) => Err(code),
             };
             Ok((opened,))
         },
     )?;
+    // The stream's type is this module's, so its three functions are.
+    types.resource(
+        "directory-entry-stream",
+        ResourceType::host::<Listing>(),
+        |mut store, rep| {
+            let state: &mut HostState = store.data_mut();
+            state.table.delete(Resource::<Listing>::new_own(rep))?;
+            Ok(())
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.read-directory",
+        |mut store, (fd,): (Resource<Descriptor>,)| {
+            let state: &mut HostState = store.data_mut();
+            state.touch();
+            let listing = match read_directory(state, &fd) {
+                Ok(listing) => listing,
+                Err(Refusal::Code(code)) => return Ok((Err(code),)),
+                Err(Refusal::Limit(limit)) => return Err(limit.into()),
+            };
+            Ok((Ok(push(state, listing)?),))
+        },
+    )?;
+    types.func_wrap(
+        "[method]directory-entry-stream.read-directory-entry",
+        |mut store, (stream,): (Resource<Listing>,)| {
+            let state: &mut HostState = store.data_mut();
+            state.touch();
+            let listing = state.table.get_mut(&stream)?;
+            Ok((next_entry(&mut listing.entries),))
+        },
+    )?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// Put `value` in the call's resource table. A full table traps, as
+/// wasmtime-wasi's own functions do, so the call reports the resource
+/// limit.
+fn push<T: Send + 'static>(state: &mut HostState, value: T) -> wasmtime::Result<Resource<T>> {
+    state.table.push(value).map_err(wasmtime::Error::new)
+}
+
+/// Why a listing was not opened: an error for the guest, or the call's
+/// cap (a trap).
+enum Refusal {
+    Code(ErrorCode),
+    Limit(HandleLimit),
+}
+
+/// Open a listing of the directory `fd`: its own descriptor of the
+/// directory, reading from the start, counted among the call's handles.
+fn read_directory(state: &mut HostState, fd: &Resource<Descriptor>) -> Result<Listing, Refusal> {
+    let dir = match state.table.get(fd) {
+        Ok(Descriptor::Dir(dir)) => dir,
+        Ok(Descriptor::File(_)) => return Err(Refusal::Code(ErrorCode::NotDirectory)),
+        Err(_) => return Err(Refusal::Code(ErrorCode::BadDescriptor)),
+    };
+    let entries =
+        cap_primitives::fs::read_base_dir(&dir.dir).map_err(|e| Refusal::Code(e.into()))?;
+    let ticket = state.grants.handles.ticket().map_err(Refusal::Limit)?;
+    Ok(Listing {
+        entries,
+        _ticket: ticket,
+    })
+}
+
+/// The next entry of a listing (`.` and `..` are never among them), its
+/// type as the file system reported it, or from `lstat` when it did not.
+fn next_entry(entries: &mut ReadDir) -> Result<Option<DirectoryEntry>, ErrorCode> {
+    let Some(entry) = entries.next() else {
+        return Ok(None);
+    };
+    let entry = entry?;
+    let mut kind = entry.file_type()?;
+    if !(kind.is_dir()
+        || kind.is_file()
+        || kind.is_symlink()
+        || kind.is_fifo()
+        || kind.is_socket()
+        || kind.is_char_device()
+        || kind.is_block_device())
+    {
+        // `DT_UNKNOWN`: some file systems do not say.
+        kind = entry.metadata()?.file_type();
+    }
+    let type_ = if kind.is_dir() {
+        DescriptorType::Directory
+    } else if kind.is_symlink() {
+        DescriptorType::SymbolicLink
+    } else if kind.is_file() {
+        DescriptorType::RegularFile
+    } else if kind.is_block_device() {
+        DescriptorType::BlockDevice
+    } else if kind.is_char_device() {
+        DescriptorType::CharacterDevice
+    } else {
+        DescriptorType::Unknown
+    };
+    let name = entry
+        .file_name()
+        .into_string()
+        .map_err(|_| ErrorCode::IllegalByteSequence)?;
+    Ok(Some(DirectoryEntry { type_, name }))
 }
 
 /// `open-at` up to the new descriptor: see the module docs.

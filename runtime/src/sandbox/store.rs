@@ -25,6 +25,7 @@ use super::{
 use crate::call::{CallFailure, CapturedOutput, EventSink, InputRequired};
 use crate::config::Limits;
 use crate::grants::CallGrants;
+use crate::grants::handles::HandleLimit;
 use crate::grants::network::NetRecord;
 use crate::redact::Scrub;
 
@@ -346,9 +347,12 @@ fn classify(
 
 /// The limit of the host's own a failure names, if it is one of them:
 /// wasmtime's cap on one transfer from the guest (set from the result-size
-/// limit), the resource table, the random-bytes cap.
+/// limit), the resource table, open handles, the random-bytes cap.
 fn host_limit(error: &wasmtime::Error, limits: &Limits) -> Option<CallFailure> {
     let root = error.root_cause();
+    if let Some(HandleLimit { limit }) = root.downcast_ref::<HandleLimit>() {
+        return Some(CallFailure::OpenHandles { limit: *limit });
+    }
     if let Some(wasmtime::component::ResourceTableError::Full) =
         root.downcast_ref::<wasmtime::component::ResourceTableError>()
     {

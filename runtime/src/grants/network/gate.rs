@@ -13,6 +13,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::{HostPattern, NetGrant, NetRecord, Target};
+use crate::grants::handles::OsHandles;
 use crate::redact::Scrub;
 
 /// The `wasi:http` hooks of one call: the grant check, the caps, and the
@@ -25,17 +26,26 @@ pub struct NetGate {
     /// The caller's policy, when it narrows the hosts: its name and hosts.
     caller: Option<(Arc<str>, Arc<[HostPattern]>)>,
     record: Arc<Mutex<NetRecord>>,
+    /// The call's open handles: each connection is one until it closes.
+    handles: Arc<OsHandles>,
 }
 
 impl NetGate {
-    /// The gate for a call of `tool` with `grant`.
-    pub fn new(tool: Arc<str>, grant: Arc<NetGrant>, secrets: Arc<[String]>) -> Self {
+    /// The gate for a call of `tool` with `grant`, its connections counted
+    /// in `handles`.
+    pub fn new(
+        tool: Arc<str>,
+        grant: Arc<NetGrant>,
+        secrets: Arc<[String]>,
+        handles: Arc<OsHandles>,
+    ) -> Self {
         NetGate {
             tool,
             grant,
             secrets,
             caller: None,
             record: Arc::default(),
+            handles,
         }
     }
 
@@ -149,9 +159,29 @@ impl WasiHttpHooks for NetGate {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
-        let checked = self.check(&request);
+        let mut checked = self.check(&request);
         if let Err((target, _)) = &checked {
             self.refused(target, "not granted");
+        }
+        // The connection's place among the call's open handles, taken now
+        // (not when the future first runs) and held by the connection's
+        // task until it closes.
+        let mut ticket = None;
+        if let Ok(target) = &checked {
+            match self.handles.ticket() {
+                Ok(taken) => ticket = Some(taken),
+                Err(full) => {
+                    let target = target.to_string();
+                    self.refused(&target, "too many open connections and files");
+                    checked = Err((
+                        target.clone(),
+                        format!(
+                            "toolcage refused the request to `{target}`: the call {full} \
+                             (close some before opening more)"
+                        ),
+                    ));
+                }
+            }
         }
         let tool = Arc::clone(&self.tool);
         let grant = Arc::clone(&self.grant);
@@ -185,7 +215,7 @@ impl WasiHttpHooks for NetGate {
             // included).
             let sent = tokio::time::timeout(
                 limits.timeout.saturating_mul(2),
-                send(&target, &grant, parts, body, timeouts),
+                send(&target, &grant, parts, body, timeouts, ticket),
             )
             .await;
             let (response, io) = match sent {
@@ -221,6 +251,7 @@ async fn send(
     mut parts: http::request::Parts,
     body: WasiBody,
     timeouts: Timeouts,
+    ticket: Option<Arc<()>>,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -246,7 +277,12 @@ async fn send(
         .map_err(|_| HttpError::HttpRequestUriInvalid)?;
     parts.headers.insert(http::header::HOST, host);
     let request = http::Request::from_parts(parts, body);
-    let connection = tokio::spawn(connection);
+    // The socket lives in this task: so does its place among the call's
+    // open handles.
+    let connection = tokio::spawn(async move {
+        let _ticket = ticket;
+        connection.await
+    });
     let response = tokio::time::timeout(timeouts.first_byte, sender.send_request(request))
         .await
         .map_err(|_| HttpError::ConnectionReadTimeout)?

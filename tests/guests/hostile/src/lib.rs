@@ -147,7 +147,7 @@ mod alias {
 }
 
 /// Every tool, in the order `describe` lists them.
-const TOOLS: [&str; 21] = [
+const TOOLS: [&str; 23] = [
     "progress_flood",
     "log_flood",
     "mime_bomb",
@@ -169,6 +169,8 @@ const TOOLS: [&str; 21] = [
     "raw_get",
     "many_requests",
     "spoof",
+    "open_flood",
+    "connection_flood",
 ];
 
 /// The parsed arguments object, with typed, defaulted accessors.
@@ -485,13 +487,21 @@ fn leak(args: &Args) -> CallResult {
 /// A GET to `http://{authority}/` with `headers`, through wasi:http; the
 /// outcome as text.
 fn send_get(authority: &str, headers: &[(&str, &[u8])]) -> Result<u16, String> {
+    wait_response(&start_get(authority, headers)?)
+}
+
+/// A GET to `authority` sent, its response not awaited.
+fn start_get(
+    authority: &str,
+    headers: &[(&str, &[u8])],
+) -> Result<wasi::http::types::FutureIncomingResponse, String> {
     use wasi::http::outgoing_handler;
     use wasi::http::types::{Fields, OutgoingRequest, Scheme};
 
     let fields = Fields::new();
     for (name, value) in headers {
         fields
-            .append(name, &value.to_vec())
+            .append(name, value)
             .map_err(|e| format!("{e:?}"))?;
     }
     let request = OutgoingRequest::new(fields);
@@ -504,7 +514,11 @@ fn send_get(authority: &str, headers: &[(&str, &[u8])]) -> Result<u16, String> {
     request
         .set_path_with_query(Some("/"))
         .map_err(|()| "path")?;
-    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))
+}
+
+/// The status of a sent request's response, once it comes.
+fn wait_response(future: &wasi::http::types::FutureIncomingResponse) -> Result<u16, String> {
     loop {
         match future.get() {
             Some(Ok(Ok(response))) => return Ok(response.status()),
@@ -513,6 +527,77 @@ fn send_get(authority: &str, headers: &[(&str, &[u8])]) -> Result<u16, String> {
             None => future.subscribe().block(),
         }
     }
+}
+
+/// Open `path` `count` (100 000) times, as files or (`how` = `list`) as
+/// directory listings, keeping every one open, then wait `hold_ms` (0)
+/// before answering. Each is a file descriptor of the server process,
+/// whose supply every call and client shares: the host must cap what one
+/// call holds.
+fn open_flood(args: &Args) -> CallResult {
+    let Some(path) = args.string("path") else {
+        return error("`path` (a string) is required");
+    };
+    let listings = args.string("how") == Some("list");
+    let count = args.number("count", 100_000);
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for _ in 0..count {
+        if listings {
+            // The first entry read, so that the listing is open in the
+            // host, not only the directory.
+            match std::fs::read_dir(path) {
+                Ok(mut dir) => {
+                    dir.next();
+                    dirs.push(dir);
+                }
+                Err(e) => return error(format!("listing {} failed: {e}", dirs.len())),
+            }
+        } else {
+            match std::fs::File::open(path) {
+                Ok(file) => files.push(file),
+                Err(e) => return error(format!("open {} failed: {e}", files.len())),
+            }
+        }
+    }
+    let hold_ms = args.number("hold_ms", 0) as u64;
+    if hold_ms > 0 {
+        wasi::clocks::monotonic_clock::subscribe_duration(hold_ms * 1_000_000).block();
+    }
+    text(format!(
+        "held {} files and {} listings",
+        files.len(),
+        dirs.len()
+    ))
+}
+
+/// `count` (300) GETs to `authority` sent at once, each a connection the
+/// host holds open until its response; then the responses of the last
+/// `check` (20) awaited. Says how many of those were refused, and the
+/// first refusal.
+fn connection_flood(args: &Args) -> CallResult {
+    let authority = args.string("authority").unwrap_or("");
+    let count = args.number("count", 300);
+    let check = args.number("check", 20).min(count);
+    let mut sent = Vec::new();
+    for i in 0..count {
+        match start_get(authority, &[]) {
+            Ok(future) => sent.push(future),
+            Err(e) => return error(format!("request {i} not sent: {e}")),
+        }
+    }
+    let mut refused = 0;
+    let mut first = None;
+    for future in &sent[count - check..] {
+        if let Err(e) = wait_response(future) {
+            refused += 1;
+            first.get_or_insert(e);
+        }
+    }
+    text(format!(
+        "{refused} of the last {check} refused: {}",
+        first.unwrap_or_default()
+    ))
 }
 
 /// An allocation far over the memory cap (which the limiter refuses and the
@@ -620,6 +705,8 @@ impl tool::Guest for Hostile {
             "fields_alias" => fields_alias(&args),
             "leak" => leak(&args),
             "spoof" => spoof(&args),
+            "open_flood" => open_flood(&args),
+            "connection_flood" => connection_flood(&args),
             // A GET to `authority` exactly as given (no URL parsing in the
             // guest, so the host sees what a hostile tool would send).
             // `count` requests to `count` different hosts (none granted): the
