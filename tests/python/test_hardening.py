@@ -267,8 +267,13 @@ roots = [{{ path = "{data}" }}]
         probe.next_id += 1
         ids.append(probe.next_id)
         probe.send(call_request(probe.next_id, "open_flood", {"path": str(data / "file"), "hold_ms": 500}))
-    for request_id in ids:
-        reply = probe.read_response(request_id)
+    # The replies come in any order.
+    replies = {}
+    while len(replies) < len(ids):
+        message = probe.read()
+        if message.get("id") in ids:
+            replies[message["id"]] = message
+    for reply in replies.values():
         assert f"held more than 70 {OPEN_CAP} (limit 70)" in raw_text(reply["result"]), reply
     probe.still_serving()
     probe.close()
