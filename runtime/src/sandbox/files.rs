@@ -46,7 +46,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cap_primitives::fs::{FileTypeExt as _, ReadDir};
+use cap_primitives::fs::{FileType, FileTypeExt as _, ReadDir};
 use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
@@ -182,14 +182,7 @@ fn next_entry(entries: &mut ReadDir) -> Result<Option<DirectoryEntry>, ErrorCode
     };
     let entry = entry?;
     let mut kind = entry.file_type()?;
-    if !(kind.is_dir()
-        || kind.is_file()
-        || kind.is_symlink()
-        || kind.is_fifo()
-        || kind.is_socket()
-        || kind.is_char_device()
-        || kind.is_block_device())
-    {
+    if kind == FileType::unknown() {
         // `DT_UNKNOWN`: some file systems do not say.
         kind = entry.metadata()?.file_type();
     }

@@ -500,9 +500,7 @@ fn start_get(
 
     let fields = Fields::new();
     for (name, value) in headers {
-        fields
-            .append(name, value)
-            .map_err(|e| format!("{e:?}"))?;
+        fields.append(name, value).map_err(|e| format!("{e:?}"))?;
     }
     let request = OutgoingRequest::new(fields);
     request
