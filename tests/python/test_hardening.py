@@ -194,11 +194,13 @@ def wait_for_fds(probe, at_most: int) -> int:
 OPEN_CAP = "open files, directory listings and HTTP connections at once"
 
 
-@pytest.mark.parametrize("how", ["file", "list"])
+@pytest.mark.parametrize("how", ["file", "list", "stream"])
 def test_a_call_holds_at_most_its_share_of_open_files(hostile, how):
     # Each open file or listing is a descriptor of the server process; one
-    # call opening the same file in a loop must not take them all.
-    path = hostile.data / "file" if how == "file" else hostile.data
+    # call opening the same file in a loop must not take them all, nor by
+    # dropping each descriptor and keeping its read stream (which keeps
+    # the file open).
+    path = hostile.data if how == "list" else hostile.data / "file"
     before = open_fds(hostile)
     result = hostile.call("open_flood", {"path": str(path), "how": how})
     assert result["isError"], result

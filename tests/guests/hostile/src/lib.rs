@@ -527,35 +527,40 @@ fn wait_response(future: &wasi::http::types::FutureIncomingResponse) -> Result<u
     }
 }
 
-/// Open `path` `count` (100 000) times, as files or (`how` = `list`) as
-/// directory listings, keeping every one open, then wait `hold_ms` (0)
-/// before answering. Each is a file descriptor of the server process,
-/// whose supply every call and client shares: the host must cap what one
-/// call holds.
+/// Open `path` `count` (100 000) times, keeping every one open, then wait
+/// `hold_ms` (0) before answering: as files (`how` = `file`, the default),
+/// as directory listings (`list`), or as read streams whose descriptors
+/// are dropped at once (`stream`: the stream keeps the file open). Each is
+/// a file descriptor of the server process, whose supply every call and
+/// client shares: the host must cap what one call holds.
 fn open_flood(args: &Args) -> CallResult {
     let Some(path) = args.string("path") else {
         return error("`path` (a string) is required");
     };
-    let listings = args.string("how") == Some("list");
+    let how = args.string("how").unwrap_or("file");
     let count = args.number("count", 100_000);
     let mut files = Vec::new();
     let mut dirs = Vec::new();
+    let mut streams = Vec::new();
     for _ in 0..count {
-        if listings {
+        match how {
             // The first entry read, so that the listing is open in the
             // host, not only the directory.
-            match std::fs::read_dir(path) {
+            "list" => match std::fs::read_dir(path) {
                 Ok(mut dir) => {
                     dir.next();
                     dirs.push(dir);
                 }
                 Err(e) => return error(format!("listing {} failed: {e}", dirs.len())),
-            }
-        } else {
-            match std::fs::File::open(path) {
+            },
+            "stream" => match open_stream(path) {
+                Ok(stream) => streams.push(stream),
+                Err(e) => return error(format!("stream {} failed: {e}", streams.len())),
+            },
+            _ => match std::fs::File::open(path) {
                 Ok(file) => files.push(file),
                 Err(e) => return error(format!("open {} failed: {e}", files.len())),
-            }
+            },
         }
     }
     let hold_ms = args.number("hold_ms", 0) as u64;
@@ -563,10 +568,36 @@ fn open_flood(args: &Args) -> CallResult {
         wasi::clocks::monotonic_clock::subscribe_duration(hold_ms * 1_000_000).block();
     }
     text(format!(
-        "held {} files and {} listings",
+        "held {} files, {} listings and {} streams",
         files.len(),
-        dirs.len()
+        dirs.len(),
+        streams.len()
     ))
+}
+
+/// A read stream of the file at absolute `path` (under a preopen), its
+/// descriptor dropped.
+fn open_stream(path: &str) -> Result<wasi::io::streams::InputStream, String> {
+    use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+
+    let (root, relative) = wasi::filesystem::preopens::get_directories()
+        .into_iter()
+        .find_map(|(root, name)| {
+            let relative = path.strip_prefix(name.as_str())?.trim_start_matches('/');
+            Some((root, relative.to_owned()))
+        })
+        .ok_or("not under a preopen")?;
+    let file = root
+        .open_at(
+            PathFlags::empty(),
+            &relative,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| format!("{e:?}"))?;
+    let stream = file.read_via_stream(0).map_err(|e| format!("{e:?}"))?;
+    drop(file);
+    Ok(stream)
 }
 
 /// `count` (300) GETs to `authority` sent at once, each a connection the
