@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// The cap per call when the process's limit allows it: far above what
 /// real tools hold (a few), far below what a process may open.
-pub const MAX_PER_CALL: usize = 256;
+const MAX_PER_CALL: usize = 256;
 
 /// The cap per call below which the budget warns: a tool that walks a
 /// folder tree holds one listing per level.
@@ -65,11 +65,6 @@ impl OsHandles {
         }
     }
 
-    /// The cap.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Count `handle` as held for as long as it (any clone of the `Arc`)
     /// lives, if the call is under its cap. Refused, the caller drops the
     /// handle, which closes it.
@@ -103,7 +98,8 @@ impl OsHandles {
     }
 
     /// How many are open now.
-    pub fn held(&self) -> usize {
+    #[cfg(test)]
+    fn held(&self) -> usize {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         held.iter()
             .filter(|handle| handle.strong_count() > 0)

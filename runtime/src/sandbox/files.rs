@@ -122,12 +122,11 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (fd,): (Resource<Descriptor>,)| {
             let state: &mut HostState = store.data_mut();
             state.touch();
-            let listing = match read_directory(state, &fd) {
-                Ok(listing) => listing,
-                Err(Refusal::Code(code)) => return Ok((Err(code),)),
-                Err(Refusal::Limit(limit)) => return Err(limit.into()),
+            let listing = match read_directory(state, &fd)? {
+                Ok(listing) => Ok(push(state, listing)?),
+                Err(code) => Err(code),
             };
-            Ok((Ok(push(state, listing)?),))
+            Ok((listing,))
         },
     )?;
     types.func_wrap(
@@ -150,28 +149,27 @@ fn push<T: Send + 'static>(state: &mut HostState, value: T) -> wasmtime::Result<
     state.table.push(value).map_err(wasmtime::Error::new)
 }
 
-/// Why a listing was not opened: an error for the guest, or the call's
-/// cap (a trap).
-enum Refusal {
-    Code(ErrorCode),
-    Limit(HandleLimit),
-}
-
 /// Open a listing of the directory `fd`: its own descriptor of the
 /// directory, reading from the start, counted among the call's handles.
-fn read_directory(state: &mut HostState, fd: &Resource<Descriptor>) -> Result<Listing, Refusal> {
+/// The guest's error inside; past the call's cap, a trap.
+fn read_directory(
+    state: &mut HostState,
+    fd: &Resource<Descriptor>,
+) -> Result<Result<Listing, ErrorCode>, HandleLimit> {
     let dir = match state.table.get(fd) {
         Ok(Descriptor::Dir(dir)) => dir,
-        Ok(Descriptor::File(_)) => return Err(Refusal::Code(ErrorCode::NotDirectory)),
-        Err(_) => return Err(Refusal::Code(ErrorCode::BadDescriptor)),
+        Ok(Descriptor::File(_)) => return Ok(Err(ErrorCode::NotDirectory)),
+        Err(_) => return Ok(Err(ErrorCode::BadDescriptor)),
     };
-    let entries =
-        cap_primitives::fs::read_base_dir(&dir.dir).map_err(|e| Refusal::Code(e.into()))?;
-    let ticket = state.grants.handles.ticket().map_err(Refusal::Limit)?;
-    Ok(Listing {
+    let entries = match cap_primitives::fs::read_base_dir(&dir.dir) {
+        Ok(entries) => entries,
+        Err(error) => return Ok(Err(error.into())),
+    };
+    let ticket = state.grants.handles.ticket()?;
+    Ok(Ok(Listing {
         entries,
         _ticket: ticket,
-    })
+    }))
 }
 
 /// The next entry of a listing (`.` and `..` are never among them), its

@@ -159,38 +159,34 @@ impl WasiHttpHooks for NetGate {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
-        let mut checked = self.check(&request);
-        if let Err((target, _)) = &checked {
-            self.refused(target, "not granted");
-        }
-        // The connection's place among the call's open handles, taken now
-        // (not when the future first runs) and held by the connection's
-        // task until it closes.
-        let mut ticket = None;
-        if let Ok(target) = &checked {
-            match self.handles.ticket() {
-                Ok(taken) => ticket = Some(taken),
+        // A granted request takes its connection's place among the call's
+        // open handles now (not when the future first runs); the
+        // connection's task holds it until the connection closes.
+        let checked = match self.check(&request) {
+            Ok(target) => match self.handles.ticket() {
+                Ok(ticket) => Ok((target, ticket)),
                 Err(full) => {
                     let target = target.to_string();
-                    self.refused(&target, "too many open connections and files");
-                    checked = Err((
-                        target.clone(),
-                        format!(
-                            "toolcage refused the request to `{target}`: the call {full} \
-                             (close some before opening more)"
-                        ),
-                    ));
+                    let message = format!(
+                        "toolcage refused the request to `{target}`: the call {full} \
+                         (close some before opening more)"
+                    );
+                    Err((target, message, "too many open connections and files"))
                 }
-            }
+            },
+            Err((target, message)) => Err((target, message, "not granted")),
+        };
+        if let Err((target, _, why)) = &checked {
+            self.refused(target, why);
         }
         let tool = Arc::clone(&self.tool);
         let grant = Arc::clone(&self.grant);
         let limits = self.grant.limits;
         let record = Arc::clone(&self.record);
         Box::new(async move {
-            let target = match checked {
-                Ok(target) => target,
-                Err((_, message)) => return Err(refusal(message)),
+            let (target, ticket) = match checked {
+                Ok(checked) => checked,
+                Err((_, message, _)) => return Err(refusal(message)),
             };
             let label = target.to_string();
             lock(&record).count(&label, None);
@@ -251,7 +247,7 @@ async fn send(
     mut parts: http::request::Parts,
     body: WasiBody,
     timeouts: Timeouts,
-    ticket: Option<Arc<()>>,
+    ticket: Arc<()>,
 ) -> Result<
     (
         http::Response<WasiBody>,
