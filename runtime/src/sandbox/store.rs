@@ -277,6 +277,25 @@ fn transfer_limit(limits: &Limits) -> usize {
     usize::try_from(transfer).unwrap_or(usize::MAX)
 }
 
+/// The lowest address a store through a stack pointer wrapped below zero
+/// faults at: the last 64 KiB of the 32-bit space (a frame is smaller), or
+/// beyond it.
+const WRAPPED_STACK: u64 = 0xffff_0000;
+
+/// The address of a memory fault, from the context wasmtime attaches to
+/// the trap (`WasmFault`, whose type is not public: its text is "memory
+/// fault at wasm address 0x… in linear memory of size 0x…"). Read from
+/// that context alone: the backtrace beside it carries names the guest
+/// chose.
+fn fault_address(error: &wasmtime::Error) -> Option<u64> {
+    error.chain().find_map(|cause| {
+        let text = cause.to_string();
+        let rest = text.strip_prefix("memory fault at wasm address 0x")?;
+        let digits = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
+        u64::from_str_radix(digits, 16).ok()
+    })
+}
+
 /// Every way a run can fail, named.
 fn classify(
     error: wasmtime::Error,
@@ -301,8 +320,11 @@ fn classify(
         // Rust and C keep most of their stack in linear memory, growing
         // down from a fixed size; overflowing it wraps the stack pointer
         // below zero, and the first store faults near the top of the
-        // 32-bit space.
-        Some(Trap::MemoryOutOfBounds) if full.contains("wasm address 0xffff") => {
+        // 32-bit space, or just past it (the wrapped pointer plus the
+        // store's offset).
+        Some(Trap::MemoryOutOfBounds)
+            if fault_address(&error).is_some_and(|address| address >= WRAPPED_STACK) =>
+        {
             return CallFailure::StackOverflow;
         }
         _ => {}
@@ -569,6 +591,37 @@ impl tokio::io::AsyncWrite for Capture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_address_is_read_from_wasmtimes_context_not_the_backtrace() {
+        // As wasmtime builds it: the trap, the fault, then the backtrace,
+        // whose frame names come from the guest.
+        let trap = |fault: &str| {
+            wasmtime::Error::new(Trap::MemoryOutOfBounds)
+                .context(fault.to_owned())
+                .context("error while executing at wasm backtrace:\n    0: 0x5c322 - memory fault at wasm address 0xffffffff")
+        };
+        for (fault, address) in [
+            (
+                "memory fault at wasm address 0x100000008 in linear memory of size 0x130000",
+                0x1_0000_0008,
+            ),
+            (
+                "memory fault at wasm address 0xfffffff0 in linear memory of size 0x130000",
+                0xffff_fff0,
+            ),
+            (
+                "memory fault at wasm address 0x10 in linear memory of size 0x10",
+                0x10,
+            ),
+        ] {
+            assert_eq!(fault_address(&trap(fault)), Some(address), "{fault}");
+        }
+        // No fault context: the name in the backtrace is not read.
+        let named = wasmtime::Error::new(Trap::MemoryOutOfBounds)
+            .context("error while executing at wasm backtrace:\n    0: memory fault at wasm address 0xffffffff");
+        assert_eq!(fault_address(&named), None);
+    }
 
     #[test]
     fn panic_messages_are_extracted() {
