@@ -26,7 +26,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolcage_guest::{Content, JsonSchema, Output, ResourceBody, ToolOutput, export, tool};
+use toolcage_guest::{
+    Content, JsonOutput, JsonSchema, Output, ResourceBody, ToolOutput, export, tool,
+};
 
 use crate::edit::Edit;
 use crate::read::{MAX_MEDIA_BYTES, MAX_TEXT_BYTES};
@@ -59,6 +61,18 @@ impl<T: Serialize + JsonSchema> ToolOutput for Reply<T> {
         Output {
             content,
             structured: serde_json::to_value(&self.data).ok(),
+        }
+    }
+
+    // What the component returns: the structured output serialised once,
+    // straight from `T` (a large listing built as a `Value` first took a
+    // quarter of the call).
+    fn into_json_output(self) -> JsonOutput {
+        let mut content = vec![Content::Text(self.text)];
+        content.extend(self.note.map(Content::Text));
+        JsonOutput {
+            content,
+            structured: serde_json::to_string(&self.data).ok(),
         }
     }
 }
@@ -549,12 +563,16 @@ pub struct DirectoryListing {
 pub fn list_directory(args: ListDirectoryArgs) -> Result<Reply<DirectoryListing>, String> {
     let resolved = resolve(&args.path)?;
     let listing = walk::list(&resolved.path, MAX_ENTRIES)?;
-    let text = listing
-        .entries
-        .iter()
-        .map(|e| format!("{} {}", e.kind.tag(), e.name))
-        .collect::<Vec<_>>()
-        .join("\n");
+    // One buffer, not a `format!` and a `String` per entry.
+    let mut text = String::new();
+    for (i, e) in listing.entries.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(e.kind.tag());
+        text.push(' ');
+        text.push_str(&e.name);
+    }
     let note = listing_note(&listing);
     Ok(Reply {
         data: DirectoryListing {

@@ -88,8 +88,15 @@ pub fn list(path: &Path, limit: usize) -> Result<Listing, String> {
             io_error("list", path, &e)
         }
     })?;
-    // Case-insensitive, then bytewise (as `name_order`), each key built once.
-    entries.sort_by_cached_key(|e| (e.name.to_lowercase(), e.name.clone()));
+    // Case-insensitive, then bytewise (as `name_order`), each lowercase key
+    // built once. Names in one folder differ, so the order is total and an
+    // unstable sort gives the same result as a stable one.
+    let mut keyed: Vec<(String, Entry)> = entries
+        .into_iter()
+        .map(|e| (e.name.to_lowercase(), e))
+        .collect();
+    keyed.sort_unstable_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| a.name.cmp(&b.name)));
+    let entries = keyed.into_iter().map(|(_, e)| e).collect();
     Ok(Listing {
         entries,
         omitted,
