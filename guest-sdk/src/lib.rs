@@ -528,9 +528,10 @@ impl ToolDef {
         (self.output_schema)()
     }
 
-    /// Run the tool on `arguments` (a JSON object as text), natively: this
-    /// is what the component's `call` export does, and what native tests and
-    /// benchmarks of a tool's logic call directly.
+    /// Run the tool on `arguments` (a JSON object as text), natively: what
+    /// native tests and benchmarks of a tool's logic call. The component's
+    /// `call` export runs the same code and takes the same result as JSON
+    /// text ([`ToolOutput::into_json_output`]) instead of a [`Value`].
     pub fn call(&self, arguments: &str) -> CallOutcome {
         match (self.handler)(arguments) {
             Ok(output) => CallOutcome::Ok(output.into_output()),
