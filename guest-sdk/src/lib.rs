@@ -289,7 +289,7 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {
             Ok(value) => value,
             Err(error) => return unserialisable(&error),
         };
-        let structured = if wraps::<T>() {
+        let structured = if wraps::<T>(value.is_object()) {
             serde_json::json!({ "result": value })
         } else {
             value
@@ -306,7 +306,7 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {
             Err(error) => return unserialisable(&error).into(),
         };
         // The text `json!({"result": value})` would serialise to.
-        let structured = if wraps::<T>() {
+        let structured = if wraps::<T>(json.starts_with('{')) {
             format!("{{\"result\":{json}}}")
         } else {
             json
@@ -318,13 +318,23 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {
     }
 }
 
-/// Whether `T`'s structured output is wrapped as `{"result": value}`: when
-/// its schema's root is not an object. Generated on every call (a fresh
-/// instance has nothing cached); deciding from the value instead would be
-/// wrong for types whose schema is not an object but whose values can be
-/// (an `Option` of a struct, an untagged enum, `serde_json::Value`).
-fn wraps<T: JsonSchema>() -> bool {
-    !is_object_schema(&schemars::schema_for!(T).to_value())
+/// Whether `T`'s structured output, `is_object` saying whether this value
+/// serialised as an object, is wrapped as `{"result": value}`: when `T`'s
+/// schema's root is not an object. A value that is not an object is
+/// wrapped without asking (an object schema could not accept it either
+/// way, and the host reports the mismatch). An object asks the schema,
+/// generated on every call (a fresh instance has nothing cached): deciding
+/// from the value alone would be wrong for types whose schema is not an
+/// object although their values can be (an `Option` of a struct, an
+/// untagged enum, `serde_json::Value`). Only the root is generated, not
+/// the root schema's title, dialect and definitions, which cannot change
+/// its `type` (the default settings have no transforms).
+fn wraps<T: JsonSchema>(is_object: bool) -> bool {
+    !is_object
+        || T::json_schema(&mut schemars::SchemaGenerator::default())
+            .get("type")
+            .and_then(Value::as_str)
+            != Some("object")
 }
 
 /// A `Serialize` impl that fails (a map with non-string keys, say) is a bug
