@@ -61,6 +61,12 @@
 //! For results that are not structured (an image, a mix of content), return
 //! [`Output`] instead of a serialisable type.
 //!
+//! A typed result is serialised once, straight from its type to JSON text,
+//! when the component returns it. A type of your own that implements
+//! [`ToolOutput`] (to put its text and its structured output side by side,
+//! say) does the same by implementing [`ToolOutput::into_json_output`];
+//! without it, its [`Output`]'s `Value` is built, then serialised.
+//!
 //! # Resources and prompts
 //!
 //! A component can also provide MCP resources and prompts, declared with
