@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GUEST_FILES, RawServer, call_request, raw_text, read_journal
+from conftest import GUEST_FILES, GUESTS, RawServer, call_request, raw_text, read_journal
 from test_http import call_body, modern_headers, post
 
 
@@ -646,3 +646,104 @@ def test_a_component_needing_more_than_its_share_of_the_pool_is_refused_at_load(
         files["instances.wasm"]["error"]
     ), files["instances.wasm"]
     assert files["time_tool.wasm"]["status"] == "loaded"
+
+
+def with_longer_function_names(component: bytes, needle: bytes, extra: int) -> bytes:
+    """`component` with `extra` bytes appended to the name, in its core
+    modules' `name` sections, of every function whose name contains
+    `needle`."""
+
+    def leb(data: bytes, i: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = data[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value, i
+
+    def enc(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def sections(data: bytes):
+        i = 8
+        while i < len(data):
+            size, j = leb(data, i + 1)
+            yield data[i], data[j : j + size]
+            i = j + size
+
+    def names(body: bytes) -> bytes:
+        length, i = leb(body, 0)
+        if body[i : i + length] != b"name":
+            return body
+        out = bytearray(body[: i + length])
+        i += length
+        while i < len(body):
+            size, j = leb(body, i + 1)
+            sub_id, sub = body[i], body[j : j + size]
+            i = j + size
+            if sub_id == 1:
+                count, k = leb(sub, 0)
+                renamed = bytearray(enc(count))
+                for _ in range(count):
+                    index, k = leb(sub, k)
+                    length, k = leb(sub, k)
+                    name = sub[k : k + length]
+                    k += length
+                    if needle in name:
+                        name += b"x" * extra
+                    renamed += enc(index) + enc(len(name)) + name
+                sub = bytes(renamed)
+            out += bytes([sub_id]) + enc(len(sub)) + sub
+        return bytes(out)
+
+    def rewrite(data: bytes) -> bytes:
+        component = data[4:8] == b"\x0d\x00\x01\x00"
+        out = bytearray(data[:8])
+        for section_id, body in sections(data):
+            if component and section_id in (1, 4):  # a core module, a nested component
+                body = rewrite(body)
+            elif not component and section_id == 0:  # a core module's custom section
+                body = names(body)
+            out += bytes([section_id]) + enc(len(body)) + body
+        return bytes(out)
+
+    return rewrite(component)
+
+
+def test_a_component_with_huge_function_names_is_refused_at_load(setup):
+    """wasmtime copies the function name of every frame of a trap's
+    backtrace (up to 20): a 20 MB name on a recursing function made one
+    trapping call take 1.3 GB of host memory. Names over 64 KiB are
+    refused at load; under it, the trap is named and cheap."""
+    original = (GUESTS / GUEST_FILES["misbehave"]).read_bytes()
+    (setup.tools_dir / "huge.wasm").write_bytes(
+        with_longer_function_names(original, b"recurse_in_linear_memory", 20_000_000)
+    )
+    (setup.tools_dir / "long.wasm").write_bytes(
+        with_longer_function_names(original, b"recurse_in_linear_memory", 60_000)
+    )
+    files = {Path(f["file"]).name: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    huge = files["huge.wasm"]
+    assert huge["status"] == "failed", huge
+    assert "names a function with 20000" in huge["error"] and "at most 65536 bytes" in huge["error"], huge
+    assert files["long.wasm"]["status"] == "loaded", files["long.wasm"]
+    (setup.tools_dir / "huge.wasm").unlink()
+    raw = RawServer(setup)
+    raw.initialize()
+    result = raw.call("recurse", {"stack": "linear"})
+    assert result["isError"] and "overflowed its stack" in raw_text(result), result
+    # A trap copies at most 20 names of 60 KB: the server's peak is far
+    # below what the 20 MB name alone would have cost twenty times over.
+    peak_kib = int(
+        next(l for l in Path(f"/proc/{raw.proc.pid}/status").read_text().splitlines() if l.startswith("VmHWM"))
+        .split()[1]
+    )
+    assert peak_kib < 400 * 1024, peak_kib
+    raw.close()

@@ -43,6 +43,58 @@ pub struct Missing {
     pub name: String,
 }
 
+/// The longest function or module name a component's core modules may
+/// carry in their `name` sections. wasmtime copies the function name of
+/// every frame of a trap's backtrace (up to 20) and prints the module's
+/// name beside each, so a guest that named its recursing function with
+/// 20 MB made one trapping call take 1.3 GB of host memory; at this cap a
+/// trap copies at most about 1.3 MB. Rust's longest mangled names are a
+/// few KiB.
+pub const MAX_NAME_BYTES: usize = 64 * 1024;
+
+/// Refuse a component whose core modules name a function or module with
+/// more than [`MAX_NAME_BYTES`]. Reads the custom `name` sections only,
+/// in the order wasmtime does, and stops where wasmtime stops: at the
+/// first entry it cannot parse (wasmtime keeps the names before it and
+/// ignores the rest).
+pub(super) fn check_names(bytes: &[u8]) -> Result<(), LoadError> {
+    use wasmparser::{KnownCustom, Name, Parser, Payload};
+    let too_long = |what: &str, name: &str| {
+        Err(LoadError::NotAComponent(format!(
+            "names a {what} with {} bytes in a `name` section; toolcage loads names of at most \
+             {MAX_NAME_BYTES} bytes (every frame of a trap's backtrace copies its name)",
+            name.len()
+        )))
+    };
+    for payload in Parser::new(0).parse_all(bytes) {
+        // A file wasmparser cannot read, wasmtime cannot compile.
+        let Ok(Payload::CustomSection(section)) = payload else {
+            continue;
+        };
+        let KnownCustom::Name(names) = section.as_known() else {
+            continue;
+        };
+        for subsection in names {
+            match subsection {
+                Ok(Name::Module { name, .. }) if name.len() > MAX_NAME_BYTES => {
+                    return too_long("module", name);
+                }
+                Ok(Name::Function(map)) => {
+                    for naming in map {
+                        let Ok(naming) = naming else { break };
+                        if naming.name.len() > MAX_NAME_BYTES {
+                            return too_long("function", naming.name);
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Read what `bytes` are, and which imports would not link.
 pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadError> {
     check_component_header(bytes)?;
@@ -118,4 +170,68 @@ fn provided(name: &str) -> bool {
     PROVIDED_INTERFACES.iter().any(|(provided, major)| {
         *provided == interface && version.is_none_or(|v| v.starts_with(major))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    /// A core module whose `name` section names a module `module` and
+    /// function 0 `function`.
+    fn named(module: &str, function: &str) -> Vec<u8> {
+        let mut body = Vec::new();
+        leb(4, &mut body);
+        body.extend_from_slice(b"name");
+        for (id, entry) in [(0u8, None), (1, Some(function))] {
+            let mut sub = Vec::new();
+            match entry {
+                None => {
+                    leb(module.len(), &mut sub);
+                    sub.extend_from_slice(module.as_bytes());
+                }
+                Some(name) => {
+                    leb(1, &mut sub);
+                    leb(0, &mut sub);
+                    leb(name.len(), &mut sub);
+                    sub.extend_from_slice(name.as_bytes());
+                }
+            }
+            body.push(id);
+            leb(sub.len(), &mut body);
+            body.extend(sub);
+        }
+        let mut bytes = b"\0asm\x01\0\0\0".to_vec();
+        bytes.push(0);
+        leb(body.len(), &mut bytes);
+        bytes.extend(body);
+        bytes
+    }
+
+    #[test]
+    fn names_longer_than_the_cap_are_refused() {
+        let at_cap = "f".repeat(MAX_NAME_BYTES);
+        let over = "f".repeat(MAX_NAME_BYTES + 1);
+        assert!(check_names(&named("m", &at_cap)).is_ok());
+        assert!(check_names(&named(&at_cap, "f")).is_ok());
+        let Err(LoadError::NotAComponent(message)) = check_names(&named("m", &over)) else {
+            panic!("a long function name was not refused");
+        };
+        assert!(message.contains("function with 65537 bytes"), "{message}");
+        let Err(LoadError::NotAComponent(message)) = check_names(&named(&over, "f")) else {
+            panic!("a long module name was not refused");
+        };
+        assert!(message.contains("module with 65537 bytes"), "{message}");
+    }
 }

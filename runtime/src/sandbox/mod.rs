@@ -314,6 +314,7 @@ impl Sandbox {
     ) -> Result<Loaded, LoadError> {
         // Before compiling: what the file is and whether it can link.
         let (inspected, missing) = inspect(bytes)?;
+        inspect::check_names(bytes)?;
         if let Inspected::Contract(Err(export)) = &inspected {
             return Err(LoadError::UnsupportedContract(export.clone()));
         }

@@ -289,6 +289,8 @@ const WRAPPED_STACK: u64 = 0xffff_0000;
 /// chose.
 fn fault_address(error: &wasmtime::Error) -> Option<u64> {
     error.chain().find_map(|cause| {
+        // The backtrace is formatted too: at most 20 names of at most
+        // `MAX_NAME_BYTES` each (`inspect::check_names`).
         let text = cause.to_string();
         let rest = text.strip_prefix("memory fault at wasm address 0x")?;
         let digits = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
@@ -306,9 +308,12 @@ fn classify(
     if let Some(InputRequired(pending)) = error.downcast_ref::<InputRequired>() {
         return CallFailure::InputRequired(pending.clone());
     }
-    let full = format!("{error:?}");
     if tracing::enabled!(tracing::Level::DEBUG) {
-        // The error can carry what the guest handed the host.
+        // The error can carry what the guest handed the host. Its
+        // backtrace is at most 20 frames of names of at most
+        // `MAX_NAME_BYTES` (`inspect::check_names`), so this text is
+        // bounded before it is cut.
+        let full = format!("{error:?}");
         let scrub = Scrub::new(store.data().grants.secrets.iter().map(String::as_str));
         tracing::debug!(error = %scrub.text(&full, 64 * 1024), "guest trapped");
     }
