@@ -191,6 +191,21 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 
 
+def leb128(n: int) -> bytes:
+    """`n` as unsigned LEB128, the integers of the WebAssembly binary format."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def wasm_section(section_id: int, payload: bytes) -> bytes:
+    """A section of a WebAssembly module or component: id, size, payload."""
+    return bytes([section_id]) + leb128(len(payload)) + payload
+
+
 def call_request(request_id, name: str, arguments: dict) -> dict:
     """A `tools/call` request as a JSON-RPC object."""
     return {

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GUEST_FILES, GUESTS, RawServer, call_request, raw_text, read_journal
+from conftest import GUEST_FILES, GUESTS, RawServer, call_request, leb128, raw_text, read_journal, wasm_section
 from test_http import call_body, modern_headers, post
 
 
@@ -618,20 +618,9 @@ def component_with_core_instances(count: int, memory: bool) -> bytes:
     """A component, encoded by hand, that instantiates one core module
     `count` times; the module defines a one-page memory if `memory`."""
 
-    def leb(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            byte, n = n & 0x7F, n >> 7
-            out.append(byte | 0x80 if n else byte)
-            if not n:
-                return bytes(out)
-
-    def section(section_id: int, payload: bytes) -> bytes:
-        return bytes([section_id]) + leb(len(payload)) + payload
-
-    module = b"\0asm\x01\0\0\0" + (section(5, b"\x01\x00\x01") if memory else b"")
-    instances = leb(count) + b"\x00\x00\x00" * count  # instantiate module 0, no arguments
-    return b"\0asm\x0d\x00\x01\x00" + section(1, module) + section(2, instances)
+    module = b"\0asm\x01\0\0\0" + (wasm_section(5, b"\x01\x00\x01") if memory else b"")
+    instances = leb128(count) + b"\x00\x00\x00" * count  # instantiate module 0, no arguments
+    return b"\0asm\x0d\x00\x01\x00" + wasm_section(1, module) + wasm_section(2, instances)
 
 
 def test_a_component_needing_more_than_its_share_of_the_pool_is_refused_at_load(setup):
@@ -663,14 +652,6 @@ def with_longer_function_names(component: bytes, needle: bytes, extra: int) -> b
             if byte < 0x80:
                 return value, i
 
-    def enc(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            byte, n = n & 0x7F, n >> 7
-            out.append(byte | (0x80 if n else 0))
-            if not n:
-                return bytes(out)
-
     def sections(data: bytes):
         i = 8
         while i < len(data):
@@ -690,7 +671,7 @@ def with_longer_function_names(component: bytes, needle: bytes, extra: int) -> b
             i = j + size
             if sub_id == 1:
                 count, k = leb(sub, 0)
-                renamed = bytearray(enc(count))
+                renamed = bytearray(leb128(count))
                 for _ in range(count):
                     index, k = leb(sub, k)
                     length, k = leb(sub, k)
@@ -698,9 +679,9 @@ def with_longer_function_names(component: bytes, needle: bytes, extra: int) -> b
                     k += length
                     if needle in name:
                         name += b"x" * extra
-                    renamed += enc(index) + enc(len(name)) + name
+                    renamed += leb128(index) + leb128(len(name)) + name
                 sub = bytes(renamed)
-            out += bytes([sub_id]) + enc(len(sub)) + sub
+            out += wasm_section(sub_id, sub)
         return bytes(out)
 
     def rewrite(data: bytes) -> bytes:
@@ -711,7 +692,7 @@ def with_longer_function_names(component: bytes, needle: bytes, extra: int) -> b
                 body = rewrite(body)
             elif not component and section_id == 0:  # a core module's custom section
                 body = names(body)
-            out += bytes([section_id]) + enc(len(body)) + body
+            out += wasm_section(section_id, body)
         return bytes(out)
 
     return rewrite(component)

@@ -14,7 +14,7 @@ import time
 import pytest
 import requests
 
-from conftest import GUEST_FILES, GUESTS
+from conftest import GUEST_FILES, GUESTS, leb128, wasm_section
 from registry import (  # noqa: F401 (fixtures)
     BASIC_REALM,
     DEFECTS,
@@ -55,20 +55,11 @@ def component(imports: list[str], exports: list[str]) -> bytes:
     """A component binary with only import and export sections: enough for
     the name reader and for the registry, which never looks inside."""
 
-    def leb(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            byte, n = n & 0x7F, n >> 7
-            out.append(byte | (0x80 if n else 0))
-            if not n:
-                return bytes(out)
-
     def name(text: str) -> bytes:
-        return b"\x00" + leb(len(text)) + text.encode()
+        return b"\x00" + leb128(len(text)) + text.encode()
 
     def section(section_id: int, entries: list[bytes]) -> bytes:
-        body = leb(len(entries)) + b"".join(entries)
-        return bytes([section_id]) + leb(len(body)) + body
+        return wasm_section(section_id, leb128(len(entries)) + b"".join(entries))
 
     # Imports: an instance of type 0; exports: instance 0, no type ascribed.
     import_entries = [name(n) + b"\x05\x00" for n in imports]

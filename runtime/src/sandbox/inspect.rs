@@ -176,47 +176,17 @@ fn provided(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-
-    /// A core module whose `name` section names a module `module` and
+    /// A core module whose `name` section names the module `module` and
     /// function 0 `function`.
     fn named(module: &str, function: &str) -> Vec<u8> {
-        let mut body = Vec::new();
-        leb(4, &mut body);
-        body.extend_from_slice(b"name");
-        for (id, entry) in [(0u8, None), (1, Some(function))] {
-            let mut sub = Vec::new();
-            match entry {
-                None => {
-                    leb(module.len(), &mut sub);
-                    sub.extend_from_slice(module.as_bytes());
-                }
-                Some(name) => {
-                    leb(1, &mut sub);
-                    leb(0, &mut sub);
-                    leb(name.len(), &mut sub);
-                    sub.extend_from_slice(name.as_bytes());
-                }
-            }
-            body.push(id);
-            leb(sub.len(), &mut body);
-            body.extend(sub);
-        }
-        let mut bytes = b"\0asm\x01\0\0\0".to_vec();
-        bytes.push(0);
-        leb(body.len(), &mut bytes);
-        bytes.extend(body);
-        bytes
+        let mut functions = wasm_encoder::NameMap::new();
+        functions.append(0, function);
+        let mut names = wasm_encoder::NameSection::new();
+        names.module(module);
+        names.functions(&functions);
+        let mut bytes = wasm_encoder::Module::new();
+        bytes.section(&names);
+        bytes.finish()
     }
 
     #[test]

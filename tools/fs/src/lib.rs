@@ -56,11 +56,10 @@ impl<T: Serialize + JsonSchema> ToolOutput for Reply<T> {
     }
 
     fn into_output(self) -> Output {
-        let mut content = vec![Content::Text(self.text)];
-        content.extend(self.note.map(Content::Text));
+        let (content, data) = self.into_parts();
         Output {
             content,
-            structured: serde_json::to_value(&self.data).ok(),
+            structured: serde_json::to_value(&data).ok(),
         }
     }
 
@@ -68,12 +67,20 @@ impl<T: Serialize + JsonSchema> ToolOutput for Reply<T> {
     // straight from `T` (a large listing built as a `Value` first took a
     // quarter of the call).
     fn into_json_output(self) -> JsonOutput {
-        let mut content = vec![Content::Text(self.text)];
-        content.extend(self.note.map(Content::Text));
+        let (content, data) = self.into_parts();
         JsonOutput {
             content,
-            structured: serde_json::to_string(&self.data).ok(),
+            structured: serde_json::to_string(&data).ok(),
         }
+    }
+}
+
+impl<T> Reply<T> {
+    /// The content items (the text, then the note if any) and the data.
+    fn into_parts(self) -> (Vec<Content>, T) {
+        let mut content = vec![Content::Text(self.text)];
+        content.extend(self.note.map(Content::Text));
+        (content, self.data)
     }
 }
 
