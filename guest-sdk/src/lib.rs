@@ -67,6 +67,13 @@
 //! say) does the same by implementing [`ToolOutput::into_json_output`];
 //! without it, its [`Output`]'s `Value` is built, then serialised.
 //!
+//! Structured output is always a JSON object, so a value whose type's
+//! schema is not an object is sent as `{"result": value}`. Deciding that
+//! takes the type's schema, generated again in every call (each runs in a
+//! fresh instance); a struct returned from a tool can spare it with an
+//! empty `impl ObjectOutput for Greeting {}` (see [`ObjectOutput`]),
+//! checked once, when the component is loaded.
+//!
 //! # Resources and prompts
 //!
 //! A component can also provide MCP resources and prompts, declared with
@@ -113,6 +120,10 @@
 //! the operator's default limits.
 
 use std::fmt::Display;
+
+// `#[tool]`'s paths name `::toolcage_guest`, for the tests' own tools.
+#[cfg(test)]
+extern crate self as toolcage_guest;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -278,6 +289,27 @@ pub trait ToolOutput {
     {
         self.into_output().into()
     }
+
+    /// [`into_output`](ToolOutput::into_output) for a type declared an
+    /// [`ObjectOutput`] (checked when the component is described): no
+    /// schema is asked. Only the blanket implementation overrides it.
+    #[doc(hidden)]
+    fn __into_output_declared(self) -> Output
+    where
+        Self: Sized,
+    {
+        self.into_output()
+    }
+
+    /// [`into_json_output`](ToolOutput::into_json_output) for a declared
+    /// [`ObjectOutput`].
+    #[doc(hidden)]
+    fn __into_json_output_declared(self) -> JsonOutput
+    where
+        Self: Sized,
+    {
+        self.into_json_output()
+    }
 }
 
 impl<T: Serialize + JsonSchema> ToolOutput for T {
@@ -291,36 +323,55 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {
     }
 
     fn into_output(self) -> Output {
-        let value = match serde_json::to_value(&self) {
-            Ok(value) => value,
-            Err(error) => return unserialisable(&error),
-        };
-        let structured = if wraps::<T>(value.is_object()) {
-            serde_json::json!({ "result": value })
-        } else {
-            value
-        };
-        Output {
-            content: vec![Content::Text(json_text(&structured))],
-            structured: Some(structured),
-        }
+        typed_output(&self, wraps::<T>)
     }
 
     fn into_json_output(self) -> JsonOutput {
-        let json = match serde_json::to_string(&self) {
-            Ok(json) => json,
-            Err(error) => return unserialisable(&error).into(),
-        };
-        // The text `json!({"result": value})` would serialise to.
-        let structured = if wraps::<T>(json.starts_with('{')) {
-            format!("{{\"result\":{json}}}")
-        } else {
-            json
-        };
-        JsonOutput {
-            content: vec![Content::Text(structured.clone())],
-            structured: Some(structured),
-        }
+        typed_json_output(&self, wraps::<T>)
+    }
+
+    fn __into_output_declared(self) -> Output {
+        typed_output(&self, |is_object| !is_object)
+    }
+
+    fn __into_json_output_declared(self) -> JsonOutput {
+        typed_json_output(&self, |is_object| !is_object)
+    }
+}
+
+/// A typed result as an [`Output`]; `wraps` decides, from whether the value
+/// is an object, whether to send it as `{"result": value}`.
+fn typed_output<T: Serialize>(value: &T, wraps: fn(bool) -> bool) -> Output {
+    let value = match serde_json::to_value(value) {
+        Ok(value) => value,
+        Err(error) => return unserialisable(&error),
+    };
+    let structured = if wraps(value.is_object()) {
+        serde_json::json!({ "result": value })
+    } else {
+        value
+    };
+    Output {
+        content: vec![Content::Text(json_text(&structured))],
+        structured: Some(structured),
+    }
+}
+
+/// [`typed_output`] as JSON text, serialised once.
+fn typed_json_output<T: Serialize>(value: &T, wraps: fn(bool) -> bool) -> JsonOutput {
+    let json = match serde_json::to_string(value) {
+        Ok(json) => json,
+        Err(error) => return unserialisable(&error).into(),
+    };
+    // The text `json!({"result": value})` would serialise to.
+    let structured = if wraps(json.starts_with('{')) {
+        format!("{{\"result\":{json}}}")
+    } else {
+        json
+    };
+    JsonOutput {
+        content: vec![Content::Text(structured.clone())],
+        structured: Some(structured),
     }
 }
 
@@ -336,11 +387,116 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {
 /// the root schema's title, dialect and definitions, which cannot change
 /// its `type` (the default settings have no transforms).
 fn wraps<T: JsonSchema>(is_object: bool) -> bool {
-    !is_object
-        || T::json_schema(&mut schemars::SchemaGenerator::default())
-            .get("type")
-            .and_then(Value::as_str)
-            != Some("object")
+    !is_object || !schema_is_object::<T>()
+}
+
+/// Whether `T`'s schema's root is an object schema. Only the root is
+/// generated, not the root schema's title, dialect and definitions, which
+/// cannot change its `type` (the default settings have no transforms).
+fn schema_is_object<T: JsonSchema>() -> bool {
+    T::json_schema(&mut schemars::SchemaGenerator::default())
+        .get("type")
+        .and_then(Value::as_str)
+        == Some("object")
+}
+
+/// An output type whose JSON Schema is an object: a struct with named
+/// fields, a map with string keys. Say so, with an empty impl, and a
+/// `#[tool]` returning it skips the one piece of per-call work the SDK
+/// otherwise does for a typed result: generating the type's schema to
+/// learn whether to send the value as it is or as `{"result": value}`
+/// (every call runs in a fresh instance, so nothing generated in one call
+/// is there for the next). For a small result that schema is most of the
+/// SDK's work in a call: a few tens of thousands of WebAssembly
+/// instructions for a struct of eight documented fields.
+///
+/// ```
+/// use serde::Serialize;
+/// use toolcage_guest::{JsonSchema, ObjectOutput};
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct Greeting {
+///     message: String,
+/// }
+///
+/// impl ObjectOutput for Greeting {}
+/// ```
+///
+/// The claim is checked when the component is loaded: if the type's
+/// schema is not an object (a newtype around a string, an enum, a struct
+/// whose schema is replaced with `#[schemars(with = ..)]`), `describe`
+/// panics with a message naming the tool and the type, and the host
+/// refuses the component with that message. A tool defined with
+/// [`ToolDef::new`] instead of `#[tool]` gets no benefit from the impl and
+/// no check: it asks the schema on every call, as without it.
+pub trait ObjectOutput: Serialize + JsonSchema {}
+
+impl<T: ObjectOutput + ?Sized> ObjectOutput for Box<T> {}
+impl<V: Serialize + JsonSchema> ObjectOutput for std::collections::BTreeMap<String, V> {}
+impl<V: Serialize + JsonSchema, S> ObjectOutput for std::collections::HashMap<String, V, S> where
+    std::collections::HashMap<String, V, S>: Serialize + JsonSchema
+{
+}
+impl ObjectOutput for serde_json::Map<String, Value> {}
+
+/// How a tool's typed output is sent: whether its schema is known, at
+/// compile time, to be an object. `#[tool]` sets it through
+/// [`__OutputProbe`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum __OutputShape {
+    /// Ask the type's schema on each call (the default).
+    Ask,
+    /// Declared with [`ObjectOutput`]: sent as it is; `is_object` checks
+    /// the declaration when the component is described, `type_name` names
+    /// the type if it is wrong.
+    Object {
+        is_object: fn() -> bool,
+        type_name: fn() -> &'static str,
+    },
+}
+
+/// Names a tool function's output type `T` for method resolution: the
+/// `#[tool]` macro calls `(&&__OutputProbe::of(&function)).__output_shape()`,
+/// which resolves to [`__DeclaredObject`] when `T: ObjectOutput` and to
+/// [`__UndeclaredShape`] otherwise (autoref specialisation: the macro's
+/// call site knows the concrete type).
+#[doc(hidden)]
+pub struct __OutputProbe<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> __OutputProbe<T> {
+    pub fn of<A, E, F: Fn(A) -> Result<T, E>>(_: &F) -> Self {
+        __OutputProbe(std::marker::PhantomData)
+    }
+
+    pub fn of_nullary<E, F: Fn() -> Result<T, E>>(_: &F) -> Self {
+        __OutputProbe(std::marker::PhantomData)
+    }
+}
+
+#[doc(hidden)]
+pub trait __DeclaredObject {
+    fn __output_shape(&self) -> __OutputShape;
+}
+
+impl<T: ObjectOutput> __DeclaredObject for &__OutputProbe<T> {
+    fn __output_shape(&self) -> __OutputShape {
+        __OutputShape::Object {
+            is_object: schema_is_object::<T>,
+            type_name: std::any::type_name::<T>,
+        }
+    }
+}
+
+#[doc(hidden)]
+pub trait __UndeclaredShape {
+    fn __output_shape(&self) -> __OutputShape;
+}
+
+impl<T> __UndeclaredShape for __OutputProbe<T> {
+    fn __output_shape(&self) -> __OutputShape {
+        __OutputShape::Ask
+    }
 }
 
 /// A `Serialize` impl that fails (a map with non-string keys, say) is a bug
@@ -396,18 +552,27 @@ type Handler = Box<dyn Fn(&str) -> Result<Box<dyn Produced>, String>>;
 
 /// A tool's output before conversion: native callers ([`ToolDef::call`])
 /// take it as an [`Output`], the component's export as JSON text.
+/// `declared` says the type is a checked [`ObjectOutput`].
 trait Produced {
-    fn into_output(self: Box<Self>) -> Output;
-    fn into_json_output(self: Box<Self>) -> JsonOutput;
+    fn into_output(self: Box<Self>, declared: bool) -> Output;
+    fn into_json_output(self: Box<Self>, declared: bool) -> JsonOutput;
 }
 
 impl<T: ToolOutput> Produced for T {
-    fn into_output(self: Box<Self>) -> Output {
-        ToolOutput::into_output(*self)
+    fn into_output(self: Box<Self>, declared: bool) -> Output {
+        if declared {
+            ToolOutput::__into_output_declared(*self)
+        } else {
+            ToolOutput::into_output(*self)
+        }
     }
 
-    fn into_json_output(self: Box<Self>) -> JsonOutput {
-        ToolOutput::into_json_output(*self)
+    fn into_json_output(self: Box<Self>, declared: bool) -> JsonOutput {
+        if declared {
+            ToolOutput::__into_json_output_declared(*self)
+        } else {
+            ToolOutput::into_json_output(*self)
+        }
     }
 }
 
@@ -435,6 +600,7 @@ pub struct ToolDef {
     task_support: TaskSupport,
     task_start: TaskStart,
     needs: ClientNeeds,
+    output_shape: __OutputShape,
 }
 
 impl ToolDef {
@@ -458,6 +624,7 @@ impl ToolDef {
             task_support: TaskSupport::Forbidden,
             task_start: TaskStart::WithCall,
             needs: ClientNeeds::empty(),
+            output_shape: __OutputShape::Ask,
             handler: Box::new(move |arguments| {
                 let arguments: A = serde_json::from_str(arguments)
                     .map_err(|error| format!("invalid arguments: {error}"))?;
@@ -529,6 +696,38 @@ impl ToolDef {
         self
     }
 
+    /// Set by `#[tool]`: whether the output type is a declared
+    /// [`ObjectOutput`].
+    #[doc(hidden)]
+    pub fn __output_shape(mut self, shape: __OutputShape) -> Self {
+        self.output_shape = shape;
+        self
+    }
+
+    /// Whether the output type is a declared [`ObjectOutput`]. Panics if
+    /// the declaration is wrong: the type's schema is not an object, so a
+    /// value sent as it is would not match the output schema `describe`
+    /// declares. `describe` checks every tool this way when the component
+    /// is loaded, so in a component that loaded, this never panics.
+    fn declared_object(&self) -> bool {
+        match self.output_shape {
+            __OutputShape::Ask => false,
+            __OutputShape::Object {
+                is_object,
+                type_name,
+            } => {
+                assert!(
+                    is_object(),
+                    "tool `{}` returns `{}`, which implements `ObjectOutput`, \
+                     but its JSON Schema is not an object: remove the impl",
+                    self.name,
+                    type_name()
+                );
+                true
+            }
+        }
+    }
+
     /// The tool's name.
     pub fn name(&self) -> &'static str {
         self.name
@@ -550,7 +749,7 @@ impl ToolDef {
     /// text ([`ToolOutput::into_json_output`]) instead of a [`Value`].
     pub fn call(&self, arguments: &str) -> CallOutcome {
         match (self.handler)(arguments) {
-            Ok(output) => CallOutcome::Ok(output.into_output()),
+            Ok(output) => CallOutcome::Ok(output.into_output(self.declared_object())),
             Err(message) => CallOutcome::Err(message),
         }
     }
@@ -558,7 +757,11 @@ impl ToolDef {
     /// Run the tool as the component's `call` export does: the output
     /// with its structured part as JSON text, serialised once.
     fn call_json(&self, arguments: &str) -> Result<JsonOutput, String> {
-        (self.handler)(arguments).map(|output| output.into_json_output())
+        // Not `declared_object`: `describe` checked the declaration when
+        // the component was loaded, and checking again would generate the
+        // schema this skips.
+        let declared = matches!(self.output_shape, __OutputShape::Object { .. });
+        (self.handler)(arguments).map(|output| output.into_json_output(declared))
     }
 }
 
@@ -566,6 +769,9 @@ impl ToolDef {
 pub fn __describe(tools: &[ToolDef]) -> Vec<wit::Descriptor> {
     tools
         .iter()
+        .inspect(|tool| {
+            tool.declared_object();
+        })
         .map(|tool| wit::Descriptor {
             name: tool.name.to_owned(),
             title: tool.title.map(str::to_owned),
@@ -1703,6 +1909,110 @@ mod tests {
         });
         // Tuple keys: `serde_json` refuses them both ways.
         check(|| std::collections::BTreeMap::from([((1, 2), 3)]));
+    }
+
+    /// Tools defined with `#[tool]`, as an author writes them.
+    mod declared {
+        use serde::Serialize;
+
+        use crate::{JsonSchema, NoArguments, ObjectOutput, tool};
+
+        #[derive(Serialize, JsonSchema)]
+        pub struct Point {
+            /// Across.
+            pub x: i64,
+            pub y: i64,
+        }
+
+        impl ObjectOutput for Point {}
+
+        /// A point, its output type declared an object.
+        #[tool]
+        pub fn point(_: NoArguments) -> Result<Point, String> {
+            Ok(Point { x: 1, y: 2 })
+        }
+
+        /// The same point, its type not declared.
+        #[tool]
+        pub fn pair() -> Result<std::collections::BTreeMap<String, i64>, String> {
+            Ok([("x".to_owned(), 1), ("y".to_owned(), 2)].into())
+        }
+
+        #[derive(Serialize, JsonSchema)]
+        pub struct Undeclared {
+            pub x: i64,
+        }
+
+        /// Not declared.
+        #[tool]
+        pub fn undeclared() -> Result<Undeclared, String> {
+            Ok(Undeclared { x: 1 })
+        }
+
+        /// A newtype around a string: its schema is a string's.
+        #[derive(Serialize, JsonSchema)]
+        #[serde(transparent)]
+        pub struct Name(pub String);
+
+        impl ObjectOutput for Name {}
+
+        /// Wrongly declared.
+        #[tool]
+        pub fn name() -> Result<Name, String> {
+            Ok(Name("n".into()))
+        }
+    }
+
+    #[test]
+    fn tool_resolves_a_declared_object_output_at_compile_time() {
+        let shape = |tool: ToolDef| tool.output_shape;
+        assert!(matches!(
+            shape(declared::point::definition()),
+            __OutputShape::Object { .. }
+        ));
+        // A map with string keys is declared by the SDK.
+        assert!(matches!(
+            shape(declared::pair::definition()),
+            __OutputShape::Object { .. }
+        ));
+        assert!(matches!(
+            shape(declared::undeclared::definition()),
+            __OutputShape::Ask
+        ));
+        // Sent as it is, natively and from the component.
+        let tools = [declared::point::definition(), declared::pair::definition()];
+        assert_eq!(__describe(&tools).len(), 2);
+        for name in ["point", "pair"] {
+            let result = __call(&tools, name, "{}");
+            let structured: Value =
+                serde_json::from_str(result.structured.as_deref().expect("structured"))
+                    .expect("JSON");
+            assert_eq!(structured, json!({"x": 1, "y": 2}));
+            let CallOutcome::Ok(native) = tools
+                .iter()
+                .find(|tool| tool.name() == name)
+                .expect("tool")
+                .call("{}")
+            else {
+                panic!("expected success");
+            };
+            assert_eq!(native.structured, Some(structured));
+        }
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "returns `toolcage_guest::tests::declared::Name`, which implements \
+                               `ObjectOutput`, but its JSON Schema is not an object"
+    )]
+    fn a_wrong_declaration_fails_describe() {
+        __describe(&[declared::name::definition()]);
+    }
+
+    #[test]
+    #[should_panic(expected = "implements `ObjectOutput`, but its JSON Schema is not an object")]
+    fn a_wrong_declaration_fails_a_native_call() {
+        declared::name::definition().call("{}");
     }
 
     #[test]

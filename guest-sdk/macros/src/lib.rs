@@ -185,6 +185,13 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<proc_macro2::To
         options.idempotent,
         options.open_world,
     );
+    // The output type's declared shape (`ObjectOutput`), resolved here,
+    // where the function's concrete output type is known.
+    let probe = if function.sig.inputs.is_empty() {
+        quote!(::toolcage_guest::__OutputProbe::of_nullary(&super::#ident))
+    } else {
+        quote!(::toolcage_guest::__OutputProbe::of(&super::#ident))
+    };
     let handler = match function.sig.inputs.len() {
         0 => quote!(|_: ::toolcage_guest::NoArguments| super::#ident()),
         1 => match function.sig.inputs.first() {
@@ -238,6 +245,11 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<proc_macro2::To
                     .task(#task)
                     .task_start(#task_start)
                     .needs(::toolcage_guest::ClientNeeds::empty() #(#needs)*)
+                    .__output_shape({
+                        #[allow(unused_imports)]
+                        use ::toolcage_guest::{__DeclaredObject as _, __UndeclaredShape as _};
+                        (&&#probe).__output_shape()
+                    })
             }
         }
     })

@@ -4,7 +4,7 @@
 //! comment its description), then build with `./build.sh`.
 
 use serde::{Deserialize, Serialize};
-use toolcage_guest::{JsonSchema, export, tool};
+use toolcage_guest::{JsonSchema, ObjectOutput, export, tool};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {
@@ -16,6 +16,9 @@ struct Args {
 struct Greeting {
     message: String,
 }
+
+// Its schema is an object: calls skip generating it (checked at load).
+impl ObjectOutput for Greeting {}
 
 /// Greet someone by name.
 #[tool(read_only, idempotent)]

@@ -5,7 +5,7 @@
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use serde::{Deserialize, Serialize};
-use toolcage_guest::{JsonSchema, export, tool};
+use toolcage_guest::{JsonSchema, ObjectOutput, export, tool};
 
 /// Arguments of `get_current_time`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -32,6 +32,10 @@ pub struct ZonedTime {
     /// The day of the week, e.g. `Sunday`.
     pub day_of_week: String,
 }
+
+// Its schema is an object: no schema generated per call to decide how to
+// send it (most of the SDK's work in a call).
+impl ObjectOutput for ZonedTime {}
 
 /// Get the current date and time in an IANA time zone (default UTC).
 /// Returns ISO 8601 with the UTC offset, the offset itself, whether daylight
@@ -65,6 +69,8 @@ pub struct Conversion {
     /// The target zone's offset from UTC at that instant, e.g. `+09:00`.
     pub utc_offset: String,
 }
+
+impl ObjectOutput for Conversion {}
 
 /// Convert a time given in ISO 8601 to another IANA time zone. Returns the
 /// same instant in the target zone and the zone's UTC offset at that instant.

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use toolcage_guest::http;
-use toolcage_guest::{JsonSchema, export, tool};
+use toolcage_guest::{JsonSchema, ObjectOutput, export, tool};
 
 /// Open-Meteo's forecast API.
 pub const DEFAULT_FORECAST_API_URL: &str = "https://api.open-meteo.com";
@@ -72,6 +72,9 @@ pub struct Weather {
     /// The forecast in one or two sentences.
     pub summary: String,
 }
+
+// Its schema is an object: calls skip generating it (checked at load).
+impl ObjectOutput for Weather {}
 
 /// A resolved place.
 #[derive(Debug, Serialize, JsonSchema, PartialEq)]

@@ -1,5 +1,5 @@
 use serde::{Deserialize, Serialize};
-use toolcage_guest::{JsonSchema, export, tool};
+use toolcage_guest::{JsonSchema, ObjectOutput, export, tool};
 
 #[derive(Deserialize, JsonSchema)]
 struct GreetArgs {
@@ -14,6 +14,9 @@ struct GreetArgs {
 struct Greeting {
     message: String,
 }
+
+// Its schema is an object: calls skip generating it (checked at load).
+impl ObjectOutput for Greeting {}
 
 /// Greet someone by name. Returns the greeting.
 #[tool(read_only, idempotent)]
