@@ -241,6 +241,58 @@ async def test_symlinks_a_tool_creates_cannot_be_used_to_leave(setup, tree, era,
     tree.assert_untouched()
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tool_cannot_redirect_a_grant_nested_in_its_own(setup, tree, era):
+    """One tool may write rw/; others are granted only rw/sub, inside it.
+    The writer renames sub/ away and puts a symlink to outside/ in its
+    place: the next calls of the others, and a server started afterwards,
+    must not open the grant wherever the link leads (it once led to `/`)."""
+    inner = tree.rw / "sub"
+    setup.add("fs")
+    setup.add("misbehave")
+    grant = lambda path, mode: f'roots = [{{ path = "{path}", mode = "{mode}" }}]'
+    setup.write_config(
+        f"""
+[defaults]
+confirm = false
+roots = []
+[tools.move_file]
+{grant(tree.rw, "rw")}
+[tools.make_symlink]
+{grant(tree.rw, "rw")}
+[tools.list_directory]
+{grant(inner, "ro")}
+[tools.read_text_file]
+{grant(inner, "ro")}
+"""
+    )
+
+    async def through_the_grant(c):
+        for name, args in [
+            ("list_directory", {"path": str(inner)}),
+            ("list_directory", {"path": str(inner / "dir")}),
+            ("read_text_file", {"path": str(inner / "secret.txt")}),
+            ("read_text_file", {"path": str(inner / "dir" / "secret-in-dir.txt")}),
+        ]:
+            result = await c.call_tool(name, args)
+            assert_no_secret(result)
+            assert "secret" not in text_of(result).replace(str(inner), ""), text_of(result)
+
+    async with session(setup, era) as c:
+        listed = await c.call_tool("list_directory", {"path": str(inner)})
+        assert "in-sub.txt" in text_of(listed), text_of(listed)
+        moved = await c.call_tool("move_file", {"source": str(inner), "destination": str(tree.rw / "moved")})
+        assert not moved.is_error, text_of(moved)
+        made = await c.call_tool("make_symlink", {"target": "../outside", "link": str(inner)})
+        assert "created" in text_of(made), text_of(made)
+        assert os.path.islink(inner) and (inner / "secret.txt").exists()
+        await through_the_grant(c)
+    # A config loaded with the link in place refuses the grant.
+    async with session(setup, era) as c:
+        await through_the_grant(c)
+    tree.assert_untouched()
+
+
 @pytest.mark.parametrize("era,client", ERA_ROOTS)
 async def test_awkward_paths_are_reported_not_fatal(setup, tree, era, client):
     weird = os.fsencode(str(tree.rw)) + b"/bad-\xff\xfe-name.txt"

@@ -23,7 +23,7 @@ pub use auth::{CallerRule, DEFAULT_ALGORITHMS, Introspection, OAuthConfig, is_sc
 pub use http::{HttpConfig, MetricsAccess, RestConfig};
 pub use install::{DEFAULT_MAX_COMPONENT_MIB, Install, LOCK_FILE_NAME, SourceEntry};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 pub use tasks::{StateKeys, TaskSettings, TaskStore};
 
 pub use crate::call::ClientNeeds;
@@ -376,10 +376,31 @@ impl Config {
     /// file grants.
     pub fn grant_to_all(&mut self, grant: Root) {
         for policy in std::iter::once(&mut self.defaults).chain(self.tools.values_mut()) {
-            if !policy.grants.files.contains(&grant) {
+            let granted = |root: &Root| root.path == grant.path && root.mode == grant.mode;
+            if !policy.grants.files.iter().any(granted) {
                 policy.grants.files.push(grant.clone());
             }
         }
+        self.resolve_roots();
+    }
+
+    /// Resolve where every root of every tool (and every resource root) is
+    /// on the host, refusing one whose path goes through a symlink inside
+    /// any tool's read-write grant (`grants::files::resolve_hosts`): a
+    /// tool with one grant must not be able to redirect another.
+    pub fn resolve_roots(&mut self) {
+        let policies = std::iter::once(&self.defaults).chain(self.tools.values());
+        let writable: Vec<PathBuf> = policies
+            .flat_map(|policy| &policy.grants.files)
+            .filter(|root| root.mode == Mode::ReadWrite)
+            .map(|root| root.path.clone())
+            .collect();
+        let writable: Vec<&Path> = writable.iter().map(PathBuf::as_path).collect();
+        let roots = std::iter::once(&mut self.defaults)
+            .chain(self.tools.values_mut())
+            .flat_map(|policy| &mut policy.grants.files)
+            .chain(&mut self.resource_roots);
+        crate::grants::files::resolve_hosts(roots, &writable);
     }
 }
 
@@ -651,11 +672,13 @@ mod tests {
             [
                 Root {
                     path: data.clone(),
-                    mode: Mode::ReadOnly
+                    mode: Mode::ReadOnly,
+                    host: Some(data.clone()),
                 },
                 Root {
                     path: data.clone(),
-                    mode: Mode::ReadWrite
+                    mode: Mode::ReadWrite,
+                    host: Some(data.clone()),
                 },
             ]
         );
@@ -663,7 +686,8 @@ mod tests {
             config.policy_for("writer").grants.files,
             [Root {
                 path: data.clone(),
-                mode: Mode::ReadWrite
+                mode: Mode::ReadWrite,
+                host: Some(data.clone()),
             }]
         );
         assert!(config.policy_for("nothing").grants.files.is_empty());

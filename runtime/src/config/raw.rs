@@ -279,7 +279,7 @@ impl Config {
                 })
             }
         };
-        Ok(Config {
+        let mut config = Config {
             task_store,
             state_keys,
             resource_roots,
@@ -296,7 +296,9 @@ impl Config {
             defaults,
             tools,
             journal,
-        })
+        };
+        config.resolve_roots();
+        Ok(config)
     }
 }
 

@@ -12,11 +12,20 @@
 //! Each effective root is preopened at its own absolute path, so a path the
 //! model sees in the client works unchanged inside the tool.
 //!
-//! Invariant: a root narrower than its grant is opened *beneath* the grant
-//! (cap-primitives resolves each component and refuses to leave the grant
-//! through `..` or a symlink), never by its path from `/`. A tool with
-//! write access to the grant could otherwise swap a directory for a symlink
-//! between calls and have the next call's root opened outside.
+//! Invariants:
+//! - A grant is opened, on every call, at the host path resolved when the
+//!   config was loaded ([`resolve_hosts`]), and that open follows no
+//!   symbolic link at all (`RESOLVE_NO_SYMLINKS`). A tool with write access
+//!   to one grant can rename a directory and put a symlink in its place;
+//!   if that directory, or one of its parents, is another grant (nested
+//!   grants, of one tool or of two), a grant opened by following its path
+//!   would next be opened wherever the link points: `/`. Symlinks the
+//!   operator's paths go through (`~` on a system whose `/home` is a link)
+//!   are followed once, at load, and only where no tool can have put them:
+//!   a link inside a read-write grant refuses the grant.
+//! - A root narrower than its grant is opened *beneath* the grant
+//!   (cap-primitives resolves each component and refuses to leave the
+//!   grant through `..` or a symlink), never by its path from `/`.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +39,12 @@ pub struct Root {
     pub path: PathBuf,
     /// Read-only or read-write.
     pub mode: Mode,
+    /// Where `path` led when the config was loaded: the same directory
+    /// with every symlink resolved ([`resolve_hosts`]). Calls open this,
+    /// following no symlink. `None` (not resolved, or refused): calls open
+    /// `path` itself, following no symlink, so a path through a link
+    /// fails to open rather than going wherever the link points.
+    pub host: Option<PathBuf>,
 }
 
 /// Access mode of a granted directory.
@@ -82,7 +97,11 @@ impl Root {
         };
         let path = normalize(&absolute);
         match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => Ok(Root { path, mode }),
+            Ok(meta) if meta.is_dir() => Ok(Root {
+                path,
+                mode,
+                host: None,
+            }),
             Ok(_) => Err(format!("root `{}` is not a directory", path.display())),
             Err(error) => Err(format!("root `{}` cannot be used: {error}", path.display())),
         }
@@ -121,11 +140,101 @@ pub fn expand_tilde(path: &Path) -> PathBuf {
     }
 }
 
+/// Resolve where each of `roots` is on the host ([`Root::host`]), refusing
+/// (with a warning, and `host` left `None`) a root whose path goes through
+/// a symbolic link that a tool could have made: one inside any of
+/// `writable`, the read-write grants of every tool. Run whenever a config
+/// is loaded or a grant added, over every tool's roots at once: a grant
+/// nested in another tool's read-write grant is as exposed as one nested
+/// in its own.
+pub fn resolve_hosts<'a>(roots: impl IntoIterator<Item = &'a mut Root>, writable: &[&Path]) {
+    // Both spellings of each writable grant: its path, and where it leads
+    // now (which a tool may already have redirected: then more links are
+    // refused, never fewer).
+    let writable: Vec<PathBuf> = writable
+        .iter()
+        .flat_map(|path| [Some(path.to_path_buf()), std::fs::canonicalize(path).ok()])
+        .flatten()
+        .collect();
+    for root in roots {
+        match resolve_host(&root.path, &writable) {
+            Ok(host) => root.host = Some(host),
+            Err(reason) => {
+                tracing::warn!(
+                    root = %root.path.display(),
+                    %reason,
+                    "root refused; calls run without it"
+                );
+                root.host = None;
+            }
+        }
+    }
+}
+
+/// Symlinks followed in one path, at most (as Linux's `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// `path` with every symlink resolved, one link at a time, refusing a link
+/// that sits in a directory inside one of `writable`.
+fn resolve_host(path: &Path, writable: &[PathBuf]) -> Result<PathBuf, String> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+
+    let mut done = PathBuf::from("/");
+    let mut todo: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let push_front = |todo: &mut VecDeque<std::ffi::OsString>, path: &Path| {
+        for component in path.components().rev() {
+            match component {
+                Component::Normal(name) => todo.push_front(name.to_owned()),
+                Component::ParentDir => todo.push_front("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push_front(&mut todo, path);
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            done.pop();
+            continue;
+        }
+        let next = done.join(&name);
+        let meta = std::fs::symlink_metadata(&next)
+            .map_err(|error| format!("`{}`: {error}", next.display()))?;
+        if !meta.file_type().is_symlink() {
+            done = next;
+            continue;
+        }
+        if let Some(grant) = writable.iter().find(|grant| done.starts_with(grant)) {
+            return Err(format!(
+                "it goes through the symbolic link `{}`, inside `{}`, which a tool may write: \
+                 a tool may have made it; grant the directory it should lead to by its own path",
+                next.display(),
+                grant.display()
+            ));
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(format!("more than {MAX_LINKS} symbolic links"));
+        }
+        let target =
+            std::fs::read_link(&next).map_err(|error| format!("`{}`: {error}", next.display()))?;
+        if target.is_absolute() {
+            done = PathBuf::from("/");
+        }
+        push_front(&mut todo, &target);
+    }
+    Ok(done)
+}
+
 /// One directory a call may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectiveRoot {
     /// The grant it comes from.
     pub grant: PathBuf,
+    /// Where the grant is opened on the host, following no symlink: its
+    /// resolved path ([`Root::host`]) or, unresolved, its path.
+    pub grant_host: PathBuf,
     /// The directory itself: the grant, or a directory beneath it. Also the
     /// path the tool sees.
     pub path: PathBuf,
@@ -156,6 +265,7 @@ pub fn effective_roots(
         .iter()
         .map(|grant| EffectiveRoot {
             grant: grant.path.clone(),
+            grant_host: grant.host.clone().unwrap_or_else(|| grant.path.clone()),
             path: grant.path.clone(),
             mode: grant.mode,
         })
@@ -203,6 +313,7 @@ fn narrow<'a>(
             };
             let root = EffectiveRoot {
                 grant: root.grant.clone(),
+                grant_host: root.grant_host.clone(),
                 path,
                 mode,
             };
@@ -231,10 +342,12 @@ pub fn apply(roots: &[EffectiveRoot], wasi: &mut WasiCtxBuilder) {
     }
 }
 
-/// Preopen `root` at its own absolute path. A root narrower than its grant
-/// is opened beneath the grant (no `..`, no symlink out) and handed to
-/// wasmtime as `/proc/self/fd/N`, which names the opened directory itself,
-/// so nothing can be swapped between the check and the open.
+/// Preopen `root` at its own absolute path. The grant is opened at its
+/// host path following no symlink ([`open_grant`]); a root narrower than
+/// its grant is opened beneath it (no `..`, no symlink out). Either is
+/// handed to wasmtime as `/proc/self/fd/N`, which names the opened
+/// directory itself, so nothing can be swapped between the open and
+/// wasmtime's.
 fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result<()> {
     use std::os::fd::AsRawFd as _;
 
@@ -246,14 +359,13 @@ fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result
         Mode::ReadOnly => FsPerms::ReadOnly,
         Mode::ReadWrite => FsPerms::ReadWrite,
     };
+    let grant = open_grant(&root.grant_host)?;
     let relative = root.relative();
-    if relative.as_os_str().is_empty() {
-        builder.preopened_dir(&root.grant, guest_path, perms)?;
-        return Ok(());
-    }
-    let grant =
-        cap_primitives::fs::open_ambient_dir(&root.grant, cap_primitives::ambient_authority())?;
-    let dir = cap_primitives::fs::open_dir(&grant, relative)?;
+    let dir = if relative.as_os_str().is_empty() {
+        grant
+    } else {
+        cap_primitives::fs::open_dir(&grant, relative)?
+    };
     builder.preopened_dir(
         format!("/proc/self/fd/{}", dir.as_raw_fd()),
         guest_path,
@@ -261,6 +373,38 @@ fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result
     )?;
     // `dir` closes here; wasmtime holds its own descriptor of the directory.
     Ok(())
+}
+
+/// Open the directory at `path` (absolute), following no symbolic link on
+/// the way: one that a tool put where a directory of the path was fails
+/// the open (`ELOOP`) instead of leading out.
+fn open_grant(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{CWD, Mode as FileMode, OFlags, ResolveFlags};
+
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    match rustix::fs::openat2(
+        CWD,
+        path,
+        flags,
+        FileMode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(fd) => Ok(fd.into()),
+        // Kernels before 5.6: one component at a time, none a link.
+        Err(rustix::io::Errno::NOSYS) => {
+            let mut dir: std::os::fd::OwnedFd = rustix::fs::open("/", flags, FileMode::empty())?;
+            for component in path.components().skip(1) {
+                dir = rustix::fs::openat(
+                    &dir,
+                    component.as_os_str(),
+                    flags | OFlags::NOFOLLOW,
+                    FileMode::empty(),
+                )?;
+            }
+            Ok(dir.into())
+        }
+        Err(errno) => Err(errno.into()),
+    }
 }
 
 /// The path of a `file://` URI (percent-decoded, lexically normalised), or
@@ -307,6 +451,7 @@ mod tests {
         Root {
             path: PathBuf::from(path),
             mode,
+            host: None,
         }
     }
 
@@ -387,6 +532,77 @@ mod tests {
             "the client cannot reach what the caller may not"
         );
         assert!(effective_roots(&grants, Some(&[]), None).is_empty());
+    }
+
+    #[test]
+    fn a_grant_resolves_the_operators_links_but_none_inside_a_writable_grant() {
+        use std::os::unix::fs::symlink;
+        let base = scratch("links");
+        let data = base.join("data");
+        std::fs::create_dir_all(data.join("x/sub")).expect("mkdir");
+        std::fs::create_dir_all(base.join("srv")).expect("mkdir");
+        symlink("../data/x", base.join("srv/x")).expect("symlink");
+        // A link outside every writable grant, the operator's: followed.
+        let writable = [data.join("x")];
+        assert_eq!(
+            resolve_host(&base.join("srv/x/sub"), &writable),
+            Ok(data.join("x/sub"))
+        );
+        // The same once `data` itself is writable, and a tool replaced
+        // `x` with a link out: refused, whichever path leads there.
+        std::fs::rename(data.join("x"), data.join("moved")).expect("rename");
+        symlink("../../..", data.join("x")).expect("symlink");
+        let writable = [data.clone()];
+        for path in [data.join("x"), base.join("srv/x"), base.join("srv/x/sub")] {
+            let refused = resolve_host(&path, &writable).expect_err("refused");
+            assert!(refused.contains("symbolic link"), "{refused}");
+            assert!(
+                refused.contains(&data.join("x").display().to_string()),
+                "{refused}"
+            );
+        }
+        // A loop ends.
+        symlink("loop", base.join("loop")).expect("symlink");
+        assert!(resolve_host(&base.join("loop"), &[]).is_err());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn resolving_refuses_a_grant_a_tool_redirected_and_calls_open_no_link() {
+        use std::os::unix::fs::symlink;
+        let base = scratch("nested");
+        let outer = base.join("outer");
+        std::fs::create_dir_all(outer.join("inner")).expect("mkdir");
+        let mut roots = vec![
+            Root::new(&outer, Mode::ReadWrite, &base).expect("root"),
+            Root::new(&outer.join("inner"), Mode::ReadOnly, &base).expect("root"),
+        ];
+        resolve_hosts(&mut roots, &[outer.as_path()]);
+        assert_eq!(
+            roots[1].host.as_deref(),
+            Some(outer.join("inner").as_path())
+        );
+        assert!(open_grant(&outer.join("inner")).is_ok());
+        // What a tool with the outer grant can do between two calls.
+        std::fs::rename(outer.join("inner"), outer.join("moved")).expect("rename");
+        symlink("../..", outer.join("inner")).expect("symlink");
+        // The next call's open fails instead of leading out...
+        let opened = open_grant(roots[1].host.as_deref().expect("host"));
+        assert!(opened.is_err(), "a link must not be followed");
+        // ... and so does resolving it again (a reload, a restart).
+        resolve_hosts(&mut roots, &[outer.as_path()]);
+        assert_eq!(roots[1].host, None);
+        assert_eq!(roots[0].host.as_deref(), Some(outer.as_path()));
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// A fresh folder of this test process, its path without symlinks.
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("toolcage-roots-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::canonicalize(&dir).expect("canonical")
     }
 
     #[test]
