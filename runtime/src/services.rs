@@ -354,14 +354,17 @@ pub fn call_digest(caller: Option<&str>, tool: &str, arguments: &Value) -> Strin
     crate::catalog::hex(&hasher.finalize())
 }
 
-/// Sign the answers gathered for the call identified by `digest`, with
-/// `keys` (the operator's) or this process's own.
-pub fn sign_state(
+/// Sign the answers gathered for the call identified by `digest`, and the
+/// keys of the questions it is asking now (`asked`: the only answers the
+/// retry may bring), with `keys` (the operator's) or this process's own.
+pub fn sign_state<'a>(
     keys: Option<&StateKeys>,
     digest: &str,
     answers: &BTreeMap<String, Value>,
+    asked: impl IntoIterator<Item = &'a str>,
 ) -> String {
-    let body = json!({"call": digest, "answers": answers}).to_string();
+    let asked: Vec<&str> = asked.into_iter().collect();
+    let body = json!({"call": digest, "answers": answers, "asked": asked}).to_string();
     let mut tag = mac(state_keys(keys).0);
     tag.update(body.as_bytes());
     format!(
@@ -371,8 +374,18 @@ pub fn sign_state(
     )
 }
 
+/// What signed state carries back: the answers so far, and the keys of
+/// the questions the call asked when it was issued.
+#[derive(Debug, Default, PartialEq)]
+pub struct VerifiedState {
+    /// Answers gathered before.
+    pub answers: BTreeMap<String, Value>,
+    /// The questions pending when the state was issued.
+    pub asked: std::collections::BTreeSet<String>,
+}
+
 /// Check state handed back by a client against `keys` (any of them; the
-/// operator's, or this process's own) and return its answers.
+/// operator's, or this process's own) and return what it carries.
 ///
 /// # Errors
 ///
@@ -381,7 +394,7 @@ pub fn verify_state(
     keys: Option<&StateKeys>,
     state: &str,
     digest: &str,
-) -> Result<BTreeMap<String, Value>, String> {
+) -> Result<VerifiedState, String> {
     let (body, mac) = state.split_once('.').ok_or("`requestState` is malformed")?;
     let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(body)
@@ -408,7 +421,17 @@ pub fn verify_state(
         .and_then(Value::as_object)
         .map(|map| map.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
-    Ok(answers)
+    let asked = body
+        .get("asked")
+        .and_then(Value::as_array)
+        .map(|keys| {
+            keys.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(VerifiedState { answers, asked })
 }
 
 #[cfg(test)]
@@ -419,8 +442,10 @@ mod tests {
     fn state_round_trips_and_resists_tampering() {
         let digest = call_digest(None, "t", &json!({"a": 1}));
         let answers = BTreeMap::from([("elicit-0".to_owned(), json!({"action": "accept"}))]);
-        let state = sign_state(None, &digest, &answers);
-        assert_eq!(verify_state(None, &state, &digest).expect("valid"), answers);
+        let state = sign_state(None, &digest, &answers, ["confirm"]);
+        let verified = verify_state(None, &state, &digest).expect("valid");
+        assert_eq!(verified.answers, answers);
+        assert_eq!(verified.asked, ["confirm".to_owned()].into());
         let other = call_digest(None, "t", &json!({"a": 2}));
         assert!(
             verify_state(None, &state, &other)
@@ -450,8 +475,8 @@ mod tests {
         let before = StateKeys::parse(&old).expect("one key");
         let during = StateKeys::parse(&format!("# rotating\n{new}\n\n{old}\n")).expect("two keys");
         let after = StateKeys::parse(&new).expect("one key");
-        let signed_before = sign_state(Some(&before), &digest, &answers);
-        let signed_during = sign_state(Some(&during), &digest, &answers);
+        let signed_before = sign_state(Some(&before), &digest, &answers, []);
+        let signed_during = sign_state(Some(&during), &digest, &answers, []);
         // Another replica with the same keys accepts what one signed.
         assert!(verify_state(Some(&before), &signed_before, &digest).is_ok());
         // During the overlap both old and new states pass; after it, the old fail.

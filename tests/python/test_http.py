@@ -355,6 +355,11 @@ def test_plain_modern_calls_are_answered_directly_exactly_as_rmcp_answers_them(s
         assert first["resultType"] == "input_required", first
         (key,) = first["inputRequests"]
         body["params"]["inputResponses"] = {key: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        # An answer the request brings before the question was put to it
+        # (no state naming it) is not taken, by either path: it is asked.
+        for headers in [modern_headers("ask_user"), {**modern_headers("ask_user"), **BY_RMCP}]:
+            unasked = json.loads(post(srv.url, body, headers)[2])["result"]
+            assert unasked["resultType"] == "input_required" and key in unasked["inputRequests"], unasked
         body["params"]["requestState"] = first["requestState"]
         before = _answered_by(srv.url)
         status, _, text = post(srv.url, body, modern_headers("ask_user"))

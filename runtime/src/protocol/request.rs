@@ -86,7 +86,13 @@ pub(super) fn client_services(
 
 /// The answers a 2026-07-28 request by `caller` brings for guest code
 /// named `what` with `arguments`: those in its signed `state` (checked
-/// against a digest of caller, `what` and arguments) plus its `responses`.
+/// against a digest of caller, `what` and arguments) plus its `responses`
+/// to the questions that state says were asked. A response to anything
+/// else (a first request that brings answers, a key never asked) is not
+/// taken: a client must not be able to answer a question, the
+/// confirmation of a destructive call among them, before it was put to it
+/// (a client that replays the answers of an earlier call would otherwise
+/// confirm this one without showing it).
 pub(super) fn replay_answers(
     keys: Option<&Arc<crate::config::StateKeys>>,
     caller: Option<&Caller>,
@@ -102,12 +108,19 @@ pub(super) fn replay_answers(
         &serde_json::Value::Object(arguments.clone()),
     );
     let keys = keys.cloned();
-    let mut answers = match state {
+    let verified = match state {
         Some(state) => verify_state(keys.as_deref(), state, &digest)
             .map_err(|reason| McpError::invalid_params(reason, None))?,
-        None => std::collections::BTreeMap::new(),
+        None => crate::services::VerifiedState::default(),
     };
-    answers.extend(responses.unwrap_or_default());
+    let mut answers = verified.answers;
+    for (key, response) in responses.unwrap_or_default() {
+        if verified.asked.contains(&key) {
+            answers.insert(key, response);
+        } else {
+            tracing::debug!(%key, "an input response to a question not asked; not taken");
+        }
+    }
     Ok(Replay {
         keys,
         digest,

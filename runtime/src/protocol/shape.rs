@@ -245,9 +245,17 @@ pub(super) fn input_required(
     digest: &str,
     answers: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Result<InputRequiredResult, McpError> {
+    // The state names what is asked now: a retry's answers to anything
+    // else are not taken (see `request::replay_answers`).
+    let state = sign_state(
+        keys,
+        digest,
+        answers,
+        pending.iter().map(|p| p.key.as_str()),
+    );
     Ok(InputRequiredResult::new(
         Some(input_requests(pending)?),
-        Some(sign_state(keys, digest, answers)),
+        Some(state),
     ))
 }
 
