@@ -20,10 +20,15 @@
 //! - The lock is written before the file moves in, so a server reloading
 //!   between the two refuses nothing it should serve for long: it sees
 //!   the new lock and the new file in one debounced rescan.
+//! - An installed file is only ever hashed through
+//!   [`capped::digest_file`]: a regular file, not a link, within the
+//!   component cap; anything else there is an error, and nothing is
+//!   replaced.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::capped::{self, Links};
 use super::digest::Digest;
 use super::fetch::{Fetched, Settings, Signature, fetch};
 use super::lock::{self, Entry, Lock};
@@ -104,7 +109,7 @@ impl Installer {
         let _guard = lock::hold(&self.lock_path)?;
         let mut lock = Lock::read(&self.lock_path)?;
         if let Some(entry) = lock.tools.get(&name)
-            && target.exists()
+            && present(&target)
         {
             return Err(format!(
                 "`{name}` is already installed (from {}); `toolcage update {name}` fetches it \
@@ -112,7 +117,7 @@ impl Installer {
                 entry.source
             ));
         }
-        if target.exists() {
+        if present(&target) {
             return Err(format!(
                 "`{}` is already in the tools folder (not installed by `toolcage add`); choose \
                  another --name, or remove that file first",
@@ -185,9 +190,11 @@ impl Installer {
             Source::Url { .. } => old.file_digest(),
             _ => None,
         };
+        // What is installed is looked at first: nothing is fetched for a
+        // file that is not toolcage's to replace.
+        let on_disk = self.installed_digest(&target)?;
         let fetched = fetch(&source, None, digest, &self.settings).await?;
         let same_bytes = old.file_digest() == Some(fetched.digest);
-        let on_disk = std::fs::read(&target).ok().map(|b| Digest::of(&b));
         if same_bytes && on_disk == Some(fetched.digest) {
             return Ok(format!("{name}: up to date ({})", fetched.digest));
         }
@@ -269,9 +276,10 @@ impl Installer {
             .get(name)
             .filter(|e| e.source == entry.text)
             .cloned();
+        let on_disk = self.installed_digest(&target)?;
         if let Some(locked) = &locked
-            && let Ok(bytes) = std::fs::read(&target)
-            && locked.file_digest() == Some(Digest::of(&bytes))
+            && on_disk.is_some()
+            && locked.file_digest() == on_disk
         {
             return Ok(format!("{name}: present ({})", locked.digest));
         }
@@ -280,7 +288,7 @@ impl Installer {
                 "the lock has `{name}` from another source; `toolcage remove {name}` first"
             ));
         }
-        if locked.is_none() && target.exists() {
+        if locked.is_none() && on_disk.is_some() {
             return Err(format!(
                 "`{}` is already in the tools folder and not locked; remove it or rename the \
                  source",
@@ -336,6 +344,22 @@ impl Installer {
                 .require_signature
                 .unwrap_or(self.settings.require_signature),
             ..self.settings.clone()
+        })
+    }
+
+    /// The digest of the installed file `target`, if there is one.
+    ///
+    /// # Errors
+    ///
+    /// It is not a regular file (a link, a FIFO, a device), it is larger
+    /// than a component may be, or it cannot be read: what is there is not
+    /// what toolcage installed, and it is left for the operator.
+    fn installed_digest(&self, target: &Path) -> Result<Option<Digest>, String> {
+        capped::digest_file(target, self.settings.max_bytes, Links::Refuse).map_err(|error| {
+            format!(
+                "{error}; toolcage installs a regular file there: remove it, then run this \
+                 again"
+            )
         })
     }
 
@@ -431,6 +455,11 @@ impl Installer {
         }
         Ok(())
     }
+}
+
+/// Whether anything is at `path` (a dangling link included).
+fn present(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
 }
 
 fn installed(name: &str, source: &str, fetched: &Fetched, file: &LoadedFile) -> Installed {

@@ -1,0 +1,134 @@
+"""Supply-side hardening: what `add`, `update`, `[[sources]]` and the
+loader do with what the registry and the tools folder hand them.
+
+- An installed file that is not a regular file (a FIFO, a link to
+  /dev/zero) is refused with a clear error, never read or waited on, and
+  nothing is replaced.
+
+Memory is read from the kernel (a child's `ru_maxrss`, a server's VmHWM),
+and bounds are generous: each is far below what the unbounded reads took.
+"""
+
+import json
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from conftest import BIN, RawServer
+from registry import start_registry  # noqa: F401 (fixture)
+from test_install import clean_env, folder, guest, keypair, lock_of, publish, sha256, tc
+
+GIB = 1024 * 1024 * 1024
+
+
+@dataclass
+class Measured:
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_mib: int
+
+
+def measured(setup, command: str, *args: str, env=None, timeout=120) -> Measured:
+    """Run a command of the binary and read its peak resident memory from
+    the kernel (`wait4`'s `ru_maxrss`); killed at `timeout`."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [str(BIN), *setup.args(command), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env if env is not None else clean_env(setup.root),
+        )
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Measured(proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss // 1024)
+
+
+def serve_once(setup) -> Measured:
+    """`serve` over stdio with stdin closed: the `[[sources]]` step, the
+    first load, then exit."""
+    return measured(setup, "serve", env=clean_env(setup.root, TOOLCAGE_LOG="info"))
+
+
+def sparse(path, size: int) -> None:
+    """A file of `size` bytes that takes no disk (as `truncate -s`)."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
+def eventually(predicate, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+# --- an installed file that is not a regular file --------------------------
+
+
+def install_greet(registry, setup) -> str:
+    ref = f"oci://{registry.host}/tools/greet:1"
+    publish(setup, "greet", ref)
+    setup.write_config(f'[[sources]]\nsource = "{ref}"\nname = "greet"\n')
+    served = serve_once(setup)
+    assert "greet: installed" in served.stderr, served.stderr
+    return ref
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev-zero"])
+def test_an_installed_file_that_is_not_a_regular_file_is_refused(start_registry, setup, case):
+    registry = start_registry()
+    install_greet(registry, setup)
+    lock = lock_of(setup)
+    target = setup.tools_dir / "greet.wasm"
+    target.unlink()
+    if case == "fifo":
+        os.mkfifo(target)
+        expect = "is a FIFO, not a regular file"
+    else:
+        os.symlink("/dev/zero", target)
+        expect = "is a symbolic link, not a regular file"
+    setup.add("time")
+
+    # Update: the tag moved, so it would replace the file if it could.
+    publish(setup, "weather", f"oci://{registry.host}/tools/greet:1")
+    updated = measured(setup, "update", "--yes")
+    assert updated.returncode != 0
+    assert expect in updated.stderr and "remove it" in updated.stderr, updated.stderr
+    # Before: a FIFO hung it forever; /dev/zero took 4.1 GB in 3 s.
+    assert updated.peak_mib < 1024, updated.peak_mib
+
+    # Serve: the source is reported, the rest serves.
+    server = RawServer(setup)
+    try:
+        server.initialize()
+        result = server.call("get_current_time", {"timezone": "UTC"})
+        assert not result.get("isError"), result
+        assert server.peak_mib() < 1024
+    finally:
+        server.close()
+    assert expect in setup.stderr(), setup.stderr()
+
+    # Nothing was replaced, and the lock is as it was.
+    if case == "fifo":
+        assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    else:
+        assert os.readlink(target) == "/dev/zero"
+    assert lock_of(setup) == lock
