@@ -1,6 +1,8 @@
 """Supply-side hardening: what `add`, `update`, `[[sources]]` and the
 loader do with what the registry and the tools folder hand them.
 
+- A file in the tools folder larger than a component may be is refused by
+  its size, never read; the loader's memory stays bounded.
 - An installed file that is not a regular file (a FIFO, a link to
   /dev/zero) is refused with a clear error, never read or waited on, and
   nothing is replaced.
@@ -78,6 +80,50 @@ def eventually(predicate, timeout: float = 60) -> bool:
             return True
         time.sleep(0.1)
     return predicate()
+
+
+# --- files in the tools folder over the loader's cap -----------------------
+
+
+def test_oversized_files_are_refused_by_their_size_and_never_read(setup):
+    setup.add("time")
+    for i in (1, 2, 3):
+        sparse(setup.tools_dir / f"z{i}.wasm", 2 * GIB)
+    out = measured(setup, "list", "--json")
+    assert out.returncode == 1, out.stderr
+    files = {os.path.basename(f["file"]): f for f in json.loads(out.stdout)["files"]}
+    for i in (1, 2, 3):
+        error = files[f"z{i}.wasm"]["error"]
+        assert "larger than 256 MiB" in error and "max_component_mib" in error, error
+    assert files["time_tool.wasm"]["status"] == "loaded"
+    # Before: 6.3 GB (every file read whole, all at once).
+    assert out.peak_mib < 1024, out.peak_mib
+
+
+def test_the_loader_cap_is_the_component_cap(setup):
+    setup.write_config("[install]\nmax_component_mib = 1\n")
+    setup.add("time")  # several MiB: over a 1 MiB cap
+    out = setup.run("--json")
+    assert out.returncode == 1
+    assert "larger than 1 MiB" in out.stdout, out.stdout
+
+
+def test_a_running_server_refuses_oversized_files_dropped_in(setup):
+    setup.add("time")
+    server = RawServer(setup)
+    try:
+        server.initialize()
+        before = server.peak_mib()
+        for i in (1, 2, 3):
+            sparse(setup.tools_dir / f"z{i}.wasm", 2 * GIB)
+        assert eventually(lambda: all(f"z{i}.wasm" in setup.stderr() for i in (1, 2, 3))), setup.stderr()
+        assert "larger than 256 MiB" in setup.stderr()
+        # Before: from 40 MB to 6.3 GB.
+        assert server.peak_mib() < before + 512, (before, server.peak_mib())
+        result = server.call("get_current_time", {"timezone": "UTC"})
+        assert not result.get("isError"), result
+    finally:
+        server.close()
 
 
 # --- an installed file that is not a regular file --------------------------

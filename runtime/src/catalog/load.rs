@@ -10,11 +10,24 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use tokio::sync::Semaphore;
+
 use super::validate::{validate_descriptors, validate_extras};
 use super::{FileError, LoadedComponent, LoadedFile, Template, ToolSpec, hex};
 use crate::call::RawExtras;
 use crate::config::{Config, Limits, PlainRules};
 use crate::sandbox::Sandbox;
+use crate::source::capped::{Links, LocalFileError, read_file};
+
+/// Files loaded at once, in the whole process: the sandbox's instance
+/// slots kept for loading (16), so a folder of many files waits here
+/// rather than for those. A load holds its file's bytes from the read until
+/// it is compiled, so what the loader holds is bounded by this times
+/// [`LoadRules::max_file_bytes`], however many files the folder has.
+pub const MAX_CONCURRENT_LOADS: usize = 16;
+
+/// One permit per load in progress ([`MAX_CONCURRENT_LOADS`]).
+static LOADS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_LOADS);
 
 /// A file loaded on its own, before names are resolved across files.
 pub struct FileLoad {
@@ -45,6 +58,9 @@ pub struct LoadRules {
     /// lock could not be read (then no file is served: which files it
     /// locks is unknown).
     pub locked: Result<BTreeMap<String, String>, String>,
+    /// The largest file read (`[install] max_component_mib`): a larger one
+    /// is refused by its size, before a byte of it is read.
+    pub max_file_bytes: u64,
 }
 
 impl LoadRules {
@@ -65,6 +81,7 @@ impl LoadRules {
                 Some(path) => crate::source::Lock::read(path).map(|lock| lock.digests()),
                 None => Ok(BTreeMap::new()),
             },
+            max_file_bytes: config.install.max_component_bytes,
         }
     }
 
@@ -97,24 +114,37 @@ impl LoadRules {
 /// Read, compile, link and describe one file. `last_good` is the version
 /// currently served from this path, if any: reused when the digest is the
 /// same, kept when the new contents fail. `None` if the file is gone.
+///
+/// At most [`MAX_CONCURRENT_LOADS`] run at once in the process; the file
+/// is read only if it is a regular file within `rules.max_file_bytes`.
 pub async fn load_file(
     sandbox: &Arc<Sandbox>,
     path: &Path,
     last_good: Option<LoadedFile>,
     rules: &LoadRules,
 ) -> Option<FileLoad> {
+    // The semaphore is never closed.
+    let _load = LOADS.acquire().await;
     let pins = &rules.pins;
     let plain = rules.plain_for(path);
-    let bytes = match tokio::fs::read(path).await {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+    let read = {
+        let path = path.to_owned();
+        let max = rules.max_file_bytes;
+        tokio::task::spawn_blocking(move || read_file(&path, max, Links::Follow)).await
+    };
+    let bytes = match read {
+        Ok(Ok(Some(bytes))) => bytes,
+        Ok(Ok(None)) => return None,
+        Ok(Err(error)) => {
+            let reason = match error {
+                LocalFileError::TooLarge { max, .. } => FileError::TooLarge { max },
+                other => FileError::Read(other.to_string()),
+            };
+            return Some(fallback(last_good, None, reason, pins));
+        }
         Err(error) => {
-            return Some(fallback(
-                last_good,
-                None,
-                FileError::Read(error.to_string()),
-                pins,
-            ));
+            let reason = FileError::Task(format!("the reading task failed: {error}"));
+            return Some(fallback(last_good, None, reason, pins));
         }
     };
     let digest = hex(&Sha256::digest(&bytes));

@@ -366,9 +366,18 @@ pub async fn load_dir(
 /// Why a file serves nothing (or why its new version was refused).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FileError {
-    /// The file could not be read.
+    /// The file could not be read (or is not a regular file).
     #[error("cannot read: {0}")]
     Read(String),
+    /// The file is larger than toolcage reads (it was not read).
+    #[error(
+        "not read: it is larger than {} MiB, the most a component may be \
+         (`[install] max_component_mib`)", .max / (1024 * 1024)
+    )]
+    TooLarge {
+        /// The cap, in bytes.
+        max: u64,
+    },
     /// Not a component, or it does not compile, link or meet the contract.
     #[error(transparent)]
     Load(#[from] LoadError),
