@@ -1,6 +1,9 @@
 """Supply-side hardening: what `add`, `update`, `[[sources]]` and the
 loader do with what the registry and the tools folder hand them.
 
+- A `[[sources]]` entry's keys and signature rule hold for `add`, `update`
+  and `serve` alike, and an update never swaps a signed tool for one its
+  key did not sign unless the operator says so.
 - A file in the tools folder larger than a component may be is refused by
   its size, never read; the loader's memory stays bounded.
 - An installed file that is not a regular file (a FIFO, a link to
@@ -80,6 +83,102 @@ def eventually(predicate, timeout: float = 60) -> bool:
             return True
         time.sleep(0.1)
     return predicate()
+
+
+# --- a [[sources]] entry's signature rule, for every command ---------------
+
+
+def sources_config(ref: str, *keys, require: bool | None = None) -> str:
+    text = f'[[sources]]\nsource = "{ref}"\nname = "greet"\nkeys = {json.dumps([str(k) for k in keys])}\n'
+    if require is not None:
+        text += f"require_signature = {str(require).lower()}\n"
+    return text
+
+
+def test_update_keeps_a_sources_entrys_required_signature(start_registry, setup, tmp_path):
+    """The audit's case: the entry requires acme's signature, nothing global
+    does; the tag moves to an unsigned, different component."""
+    registry = start_registry()
+    _, acme, acme_pub = keypair(tmp_path, "acme")
+    ref = f"oci://{registry.host}/tools/greet:1"
+    setup.write_config(sources_config(ref, acme_pub, require=True))
+
+    publish(setup, "greet", ref)
+    refused = serve_once(setup)
+    assert "a signature is required, and it is UNSIGNED" in refused.stderr, refused.stderr
+    assert folder(setup) == []
+
+    publish(setup, "greet", ref, "--sign", str(acme))
+    served = serve_once(setup)
+    assert "greet: installed" in served.stderr and "verified (key" in served.stderr, served.stderr
+    lock = lock_of(setup)
+    assert "signed_by" in lock
+
+    # The registry moves the tag to an unsigned, different component.
+    publish(setup, "time", ref)
+    for command in [("update", "--yes"), ("update", "greet", "--yes")]:
+        out = tc(setup, *command)
+        assert out.returncode != 0
+        assert "a signature is required, and it is UNSIGNED" in out.stderr, out.stderr
+        assert (setup.tools_dir / "greet.wasm").read_bytes() == guest("greet")
+        assert lock_of(setup) == lock
+    # `add` under the entry's name is held to the same rule.
+    assert tc(setup, "remove", "greet").returncode == 0
+    added = tc(setup, "add", ref, "--name", "greet")
+    assert added.returncode != 0 and "UNSIGNED" in added.stderr, added.stderr
+    assert folder(setup) == []
+
+
+def test_update_refuses_to_lose_the_signature_the_lock_records(start_registry, setup, tmp_path):
+    """No signature required anywhere: the lock's `signed_by` is what an
+    update must keep, unless `--allow-signature-change`."""
+    registry = start_registry()
+    _, acme, acme_pub = keypair(tmp_path, "acme")
+    _, other, other_pub = keypair(tmp_path, "other")
+    ref = f"oci://{registry.host}/tools/greet:1"
+    setup.write_config(sources_config(ref, acme_pub, other_pub))
+    publish(setup, "greet", ref, "--sign", str(acme))
+    added = tc(setup, "add", ref, "--name", "greet")
+    assert added.returncode == 0, added.stderr
+    lock = lock_of(setup)
+    acme_id = re.search(r'signed_by = "([^"]+)"', lock).group(1)
+
+    # Signed by the other accepted key: refused, both keys named.
+    publish(setup, "time", ref, "--sign", str(other))
+    other_signed = tc(setup, "update", "--yes")
+    assert other_signed.returncode != 0
+    assert f"signed by key {acme_id}, and the new one by another key" in other_signed.stderr, other_signed.stderr
+    assert "--allow-signature-change" in other_signed.stderr
+    # Unsigned (another build: `time`'s manifest has a signature now):
+    # refused.
+    publish(setup, "weather", ref)
+    unsigned = tc(setup, "update", "--yes")
+    assert unsigned.returncode != 0
+    assert "the new one's signature is: UNSIGNED" in unsigned.stderr, unsigned.stderr
+    assert "nothing was replaced" in unsigned.stderr
+    assert (setup.tools_dir / "greet.wasm").read_bytes() == guest("greet")
+    assert lock_of(setup) == lock
+
+    # The operator's explicit choice replaces it, and the lock says unsigned.
+    allowed = tc(setup, "update", "--yes", "--allow-signature-change")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "signature  UNSIGNED" in allowed.stdout
+    assert (setup.tools_dir / "greet.wasm").read_bytes() == guest("weather")
+    assert sha256(guest("weather")) in lock_of(setup) and "signed_by" not in lock_of(setup)
+
+
+def test_an_update_signed_by_the_same_key_replaces_without_the_flag(start_registry, setup, tmp_path):
+    registry = start_registry()
+    _, acme, acme_pub = keypair(tmp_path, "acme")
+    ref = f"oci://{registry.host}/tools/greet:1"
+    setup.write_config(sources_config(ref, acme_pub))
+    publish(setup, "greet", ref, "--sign", str(acme))
+    assert tc(setup, "add", ref, "--name", "greet").returncode == 0
+    publish(setup, "time", ref, "--sign", str(acme))
+    out = tc(setup, "update", "--yes")
+    assert out.returncode == 0, out.stderr
+    assert (setup.tools_dir / "greet.wasm").read_bytes() == guest("time")
+    assert "signed_by" in lock_of(setup)
 
 
 # --- files in the tools folder over the loader's cap -----------------------

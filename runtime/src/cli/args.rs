@@ -118,6 +118,12 @@ pub(crate) enum Command {
         /// Replace without asking.
         #[arg(long)]
         yes: bool,
+        /// Replace a tool whose installed version was signed (the lock's
+        /// `signed_by`) even by a version that key did not sign: unsigned,
+        /// signed by another key, or not checked. Without it such an
+        /// update is refused and nothing is replaced.
+        #[arg(long)]
+        allow_signature_change: bool,
         #[command(flatten)]
         trust: Trust,
     },

@@ -288,15 +288,19 @@ async fn run(cli: Cli, prepared: Option<anyhow::Result<Options>>) -> anyhow::Res
             common,
             name,
             yes,
+            allow_signature_change,
             trust,
         } => {
-            use toolcage::source::commands::update;
+            use toolcage::source::commands::{UpdateFlags, update};
             let all_ok = update(
                 &mut terminal::stdout(Form::Text),
                 &options(&common)?,
                 &trust.flags(),
                 name.as_deref(),
-                yes,
+                UpdateFlags {
+                    yes,
+                    allow_signature_change,
+                },
             )
             .await
             .map_err(anyhow::Error::msg)?;

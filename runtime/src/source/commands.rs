@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::digest::Digest;
 use super::fetch::Settings;
-use super::install::Installer;
+use super::install::{Installer, SignatureChange};
 use super::keys::{PublicKey, SigningKey, read_public_key};
 use super::reference::Source;
 use super::report::{install_report, update_report};
@@ -69,6 +69,7 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
             keys,
             require_signature: flags.require_signature || install.require_signature,
         },
+        signature_required_by_flag: flags.require_signature,
     })
 }
 
@@ -105,8 +106,18 @@ pub async fn add(
     .map_err(written)
 }
 
-/// `toolcage update [NAME] [--yes]`: whether every tool updated or was up
-/// to date.
+/// What `toolcage update` may do without asking.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UpdateFlags {
+    /// `--yes`: replace without asking.
+    pub yes: bool,
+    /// `--allow-signature-change`: replace a tool whose installed version
+    /// a key signed by one that key did not sign.
+    pub allow_signature_change: bool,
+}
+
+/// `toolcage update [NAME] [--yes] [--allow-signature-change]`: whether
+/// every tool updated or was up to date.
 ///
 /// # Errors
 ///
@@ -116,13 +127,18 @@ pub async fn update(
     options: &Options,
     flags: &Flags,
     name: Option<&str>,
-    yes: bool,
+    update_flags: UpdateFlags,
 ) -> Result<bool, String> {
     let installer = installer(options, flags)?;
+    let change = if update_flags.allow_signature_change {
+        SignatureChange::Allow
+    } else {
+        SignatureChange::Refuse
+    };
     let outcomes = installer
-        .update(name, &mut |old, new, added| {
+        .update(name, change, &mut |old, new, added| {
             let _ = write!(out, "{}", update_report(&old.digest, new, added));
-            yes || ask(out, "replace it?")
+            update_flags.yes || ask(out, "replace it?")
         })
         .await?;
     let mut all_ok = true;

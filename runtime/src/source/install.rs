@@ -20,6 +20,13 @@
 //! - The lock is written before the file moves in, so a server reloading
 //!   between the two refuses nothing it should serve for long: it sees
 //!   the new lock and the new file in one debounced rescan.
+//! - A tool's fetch settings are built in one place, [`Installer::settings_for`]
+//!   (its `[[sources]]` entry's keys and signature rule, by name), for
+//!   `add`, `update` and `sync` alike.
+//! - An update never silently loses a signature: a tool whose lock entry
+//!   says which key signed it is replaced only by a version that key
+//!   signed, unless the operator passes `--allow-signature-change`
+//!   ([`signature_change`]).
 //! - An installed file is only ever hashed through
 //!   [`capped::digest_file`]: a regular file, not a link, within the
 //!   component cap; anything else there is an error, and nothing is
@@ -47,8 +54,23 @@ pub struct Installer {
     pub sandbox: Arc<Sandbox>,
     /// The configuration (load rules, `[[sources]]`).
     pub config: Config,
-    /// How fetching goes.
+    /// How fetching goes, before a tool's own `[[sources]]` entry is
+    /// applied ([`Installer::settings_for`]).
     pub settings: Settings,
+    /// `--require-signature` was given: a signature is required even of a
+    /// source whose entry says `require_signature = false`.
+    pub signature_required_by_flag: bool,
+}
+
+/// Whether `update` may replace a tool whose installed version was signed
+/// by one that is not signed by the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SignatureChange {
+    /// Refused, with why (the default).
+    #[default]
+    Refuse,
+    /// Allowed: `--allow-signature-change`.
+    Allow,
 }
 
 /// What an install or update did, for the report.
@@ -106,6 +128,7 @@ impl Installer {
         };
         check_name(&name)?;
         let target = self.tools_dir.join(format!("{name}.wasm"));
+        let settings = self.settings_for(&name)?;
         let _guard = lock::hold(&self.lock_path)?;
         let mut lock = Lock::read(&self.lock_path)?;
         if let Some(entry) = lock.tools.get(&name)
@@ -124,7 +147,7 @@ impl Installer {
                 target.display()
             ));
         }
-        let fetched = fetch(&source, None, digest, &self.settings).await?;
+        let fetched = fetch(&source, None, digest, &settings).await?;
         let (staged, installed) = self.prepare(&name, source_text, &fetched, None).await?;
         report(&installed);
         lock.tools.insert(name.clone(), entry_of(&installed));
@@ -140,7 +163,9 @@ impl Installer {
     }
 
     /// `toolcage update [NAME]`: for each locked tool (or `name`), fetch
-    /// its source again; where the bytes changed, `confirm` sees the old
+    /// its source again (with the tool's own settings); where the bytes
+    /// changed, a version that loses the signature the lock records is
+    /// refused (unless `change` allows it), and `confirm` sees the old
     /// entry and the new install (with its new imports) and decides.
     /// Returns one line per tool.
     ///
@@ -150,6 +175,7 @@ impl Installer {
     pub async fn update(
         &self,
         name: Option<&str>,
+        change: SignatureChange,
         confirm: &mut dyn FnMut(&Entry, &Installed, &[String]) -> bool,
     ) -> Result<Vec<Result<String, String>>, String> {
         let _guard = lock::hold(&self.lock_path)?;
@@ -167,7 +193,7 @@ impl Installer {
         };
         let mut outcomes = Vec::new();
         for name in names {
-            let outcome = self.update_one(&name, confirm).await;
+            let outcome = self.update_one(&name, change, confirm).await;
             outcomes.push(outcome.map_err(|why| format!("{name}: {why}")));
         }
         Ok(outcomes)
@@ -176,6 +202,7 @@ impl Installer {
     async fn update_one(
         &self,
         name: &str,
+        change: SignatureChange,
         confirm: &mut dyn FnMut(&Entry, &Installed, &[String]) -> bool,
     ) -> Result<String, String> {
         let mut lock = Lock::read(&self.lock_path)?;
@@ -193,10 +220,18 @@ impl Installer {
         // What is installed is looked at first: nothing is fetched for a
         // file that is not toolcage's to replace.
         let on_disk = self.installed_digest(&target)?;
-        let fetched = fetch(&source, None, digest, &self.settings).await?;
+        let settings = self.settings_for(name)?;
+        let fetched = fetch(&source, None, digest, &settings).await?;
         let same_bytes = old.file_digest() == Some(fetched.digest);
         if same_bytes && on_disk == Some(fetched.digest) {
             return Ok(format!("{name}: up to date ({})", fetched.digest));
+        }
+        if change == SignatureChange::Refuse
+            && let Some(why) = signature_change(&old, &fetched.signature)
+        {
+            return Err(format!(
+                "{why}; nothing was replaced (pass --allow-signature-change to accept it)"
+            ));
         }
         let (staged, new) = self
             .prepare(name, &old.source, &fetched, Some(&target))
@@ -295,7 +330,7 @@ impl Installer {
                 target.display()
             ));
         }
-        let settings = self.settings_for(entry)?;
+        let settings = self.settings_for(name)?;
         let fetched = fetch(
             &entry.source,
             locked.as_ref().and_then(Entry::manifest_digest),
@@ -328,9 +363,20 @@ impl Installer {
         ))
     }
 
-    /// The fetch settings for one `[[sources]]` entry (its own keys and
-    /// signature rule over `[install]`'s).
-    fn settings_for(&self, entry: &crate::config::SourceEntry) -> Result<Settings, String> {
+    /// The fetch settings for the tool file `name`, the one place they are
+    /// built: its `[[sources]]` entry's keys (over `--key` and `[install]
+    /// keys`) and signature rule (over `[install] require_signature`;
+    /// `--require-signature` holds whatever the entry says), else the
+    /// installer's own. `add`, `update` and `sync` all fetch with these,
+    /// so a tool's rule holds however it is fetched.
+    ///
+    /// # Errors
+    ///
+    /// A key of the entry cannot be read.
+    pub fn settings_for(&self, name: &str) -> Result<Settings, String> {
+        let Some(entry) = self.config.install.sources.iter().find(|e| e.name == name) else {
+            return Ok(self.settings.clone());
+        };
         let keys = match &entry.keys {
             Some(paths) => paths
                 .iter()
@@ -340,9 +386,11 @@ impl Installer {
         };
         Ok(Settings {
             keys,
-            require_signature: entry
-                .require_signature
-                .unwrap_or(self.settings.require_signature),
+            require_signature: signature_required(
+                entry.require_signature,
+                self.settings.require_signature,
+                self.signature_required_by_flag,
+            ),
             ..self.settings.clone()
         })
     }
@@ -457,6 +505,37 @@ impl Installer {
     }
 }
 
+/// Why replacing the version `old` locks with one whose signature check
+/// found `new` loses the signature the lock records, if it does: the lock
+/// says a key signed the installed version, and the new one is not signed
+/// by that key (unsigned, unchecked, invalid, or another key).
+pub fn signature_change(old: &Entry, new: &Signature) -> Option<String> {
+    let key = old.signed_by.as_deref()?;
+    match new {
+        Signature::Verified { key: signer, .. } if signer == key => None,
+        Signature::Verified { key: signer, .. } => Some(format!(
+            "the installed version was signed by key {key}, and the new one by another key \
+             ({signer})"
+        )),
+        Signature::Unchecked => Some(format!(
+            "the installed version was signed by key {key}, and the new one's signature was not \
+             checked (no key configured: pass --key with the public key {key} is, or set it \
+             in `keys`)"
+        )),
+        other => Some(format!(
+            "the installed version was signed by key {key}, and the new one's signature is: \
+             {other}"
+        )),
+    }
+}
+
+/// Whether a tool's fetch requires a signature: its `[[sources]]` entry's
+/// rule when it has one, else `configured` (`[install] require_signature`
+/// or the flag); `--require-signature` (`by_flag`) holds in every case.
+fn signature_required(entry: Option<bool>, configured: bool, by_flag: bool) -> bool {
+    by_flag || entry.unwrap_or(configured)
+}
+
 /// Whether anything is at `path` (a dangling link included).
 fn present(path: &Path) -> bool {
     path.symlink_metadata().is_ok()
@@ -490,5 +569,85 @@ fn entry_of(installed: &Installed) -> Entry {
         },
         imports: installed.imports.clone(),
         installed: Some(jiff::Timestamp::now().to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signed_by(key: Option<&str>) -> Entry {
+        Entry {
+            source: "oci://registry.example/tools/greet:1".into(),
+            digest: Digest::of(b"old").to_string(),
+            manifest: None,
+            imports: Vec::new(),
+            signed_by: key.map(str::to_owned),
+            installed: None,
+        }
+    }
+
+    fn verified(key: &str) -> Signature {
+        Signature::Verified {
+            key: key.into(),
+            elsewhere: None,
+        }
+    }
+
+    #[test]
+    fn an_update_keeps_the_signature_the_lock_records() {
+        let unsigned = signed_by(None);
+        let acme = signed_by(Some("sha256:acme"));
+        // (installed, new, refused because of)
+        let cases = [
+            (&unsigned, Signature::Unsigned, None),
+            (&unsigned, verified("sha256:other"), None),
+            (&unsigned, Signature::NotApplicable, None),
+            (&acme, verified("sha256:acme"), None),
+            (
+                &acme,
+                verified("sha256:other"),
+                Some("by another key (sha256:other)"),
+            ),
+            (&acme, Signature::Unsigned, Some("signature is: UNSIGNED")),
+            (&acme, Signature::Unchecked, Some("was not checked")),
+            (
+                &acme,
+                Signature::Invalid("no key verifies it".into()),
+                Some("INVALID: no key verifies it"),
+            ),
+            (&acme, Signature::NotApplicable, Some("not an OCI artifact")),
+        ];
+        for (old, new, expect) in cases {
+            let why = signature_change(old, &new);
+            match (expect, &why) {
+                (None, None) => {}
+                (Some(part), Some(why)) => {
+                    assert!(why.contains(part), "{new:?}: {why}");
+                    assert!(why.contains("signed by key sha256:acme"), "{why}");
+                }
+                _ => panic!("{old:?} -> {new:?}: {why:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_sources_entry_decides_its_signature_rule_and_the_flag_holds_always() {
+        // (entry's rule, configured, flag) -> required
+        let cases = [
+            (None, false, false, false),
+            (None, true, false, true),
+            (Some(true), false, false, true),
+            (Some(false), true, false, false),
+            (Some(false), true, true, true),
+            (Some(false), false, true, true),
+        ];
+        for (entry, configured, flag, expect) in cases {
+            assert_eq!(
+                signature_required(entry, configured, flag),
+                expect,
+                "{entry:?} {configured} {flag}"
+            );
+        }
     }
 }
