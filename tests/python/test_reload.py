@@ -82,6 +82,28 @@ async def test_a_new_tool_appears_and_a_removed_one_goes_with_a_notification(set
         assert changes.count == 2
 
 
+async def test_a_tools_folder_named_relative_to_the_working_directory_reloads(setup):
+    """`serve --tools tools`, from the folder that holds it: the watcher
+    saw the events (absolute paths) but never matched them with the
+    relative folder, so nothing ever reloaded."""
+    import mcp
+    from mcp.client.stdio import stdio_client
+
+    setup.add("time")
+    args = setup.args()
+    args[args.index(str(setup.tools_dir))] = "tools"
+    params = mcp.StdioServerParameters(command=setup.params().command, args=args, cwd=str(setup.root))
+    changes = Changes()
+    with open(setup.stderr_path, "a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with mcp.ClientSession(read, write, message_handler=changes.on_message) as client:
+                await client.initialize()
+                assert await names(client) == {"get_current_time", "convert_timezone"}
+                (setup.tools_dir / "versioned.wasm").write_bytes(V1)
+                await changes.wait_for(1)
+                assert "which_version" in await names(client)
+
+
 async def test_a_modern_client_hears_of_changes_on_subscriptions_listen(setup):
     setup.add("time")
     async with session(setup, MODERN) as client:

@@ -37,7 +37,10 @@ pub(crate) fn options(common: &Common) -> anyhow::Result<Options> {
         cli_grants.push(grant);
     }
     let tools_dir = match (&common.tools, &config.tools_dir) {
-        (Some(dir), _) => expand_tilde(dir),
+        // Absolute, as the config path: the watcher compares the absolute
+        // paths of its events with it, and watches its parent (a relative
+        // `--tools tools` has none), so a relative folder never reloaded.
+        (Some(dir), _) => std::path::absolute(expand_tilde(dir))?,
         (None, Some(dir)) => dir.clone(),
         (None, None) => data_dir()
             .context("cannot find a home folder for the default tools folder; pass --tools DIR")?
@@ -47,7 +50,7 @@ pub(crate) fn options(common: &Common) -> anyhow::Result<Options> {
         None
     } else {
         match (&common.cache_dir, &config.cache_dir) {
-            (Some(dir), _) => Some(expand_tilde(dir)),
+            (Some(dir), _) => Some(std::path::absolute(expand_tilde(dir))?),
             (None, Some(dir)) => Some(dir.clone()),
             (None, None) => cache_dir().map(|dir| dir.join("toolcage")),
         }
