@@ -12,8 +12,9 @@
 //! params: revision, caller, declared capabilities, replay answers),
 //! `shape` (every mapping of a guest's descriptors and results to the
 //! wire, and the table of cases that pins it), `notify` (list changes,
-//! resource updates and warnings to clients), `events` (a call's log and
-//! progress as notifications) and `tasks`.
+//! resource updates and warnings to clients), `roots` (the client's roots,
+//! refreshed one read at a time), `events` (a call's log and progress as
+//! notifications) and `tasks`.
 //!
 //! What this layer adds to rmcp:
 //! - `logging/setLevel` is remembered per connection (rmcp answers -32601
@@ -24,6 +25,12 @@
 //! - Guest `log`/`progress` calls become notifications, forwarded by a task
 //!   that is drained before the response is returned, so nothing about a
 //!   request arrives after its response.
+//!
+//! Notification handlers never wait on the client: rmcp spawns a task per
+//! notification a client sends, outside every admission cap, so a handler
+//! that waited would let a flood of them hold a task each. `initialized`
+//! takes effect once per session; `roots/list_changed` marks the roots
+//! stale and leaves the asking to `roots`.
 
 #![allow(deprecated)] // rmcp marks logging (SEP-2577) deprecated; older clients still use it.
 
@@ -32,6 +39,7 @@ mod direct;
 mod events;
 mod notify;
 mod request;
+mod roots;
 mod shape;
 mod tasks;
 
@@ -48,6 +56,7 @@ use shape::{input_required, to_mcp_prompt, to_mcp_resource, to_mcp_template};
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -66,7 +75,6 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use crate::auth;
 use crate::call::{CompletionRequest, CompletionTarget, LogLevel};
 use crate::dispatch::{Dispatcher, ServeError};
-use crate::grants::files::file_uri_path;
 
 /// How long a 2026-07-28 client may cache `tools/list`. Short, because hot
 /// reload can change the set at any moment and change notifications only
@@ -76,9 +84,6 @@ pub const LIST_TTL_MS: u64 = 5_000;
 /// How long to wait for one notification to be written. A client that
 /// stopped reading must not hold a finished call's response forever.
 pub(crate) const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How long to wait for the client to answer `roots/list`.
-const ROOTS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A connection's requested log level, shared between its server and the
 /// notifier.
@@ -91,10 +96,11 @@ pub struct McpServer {
     notifier: Arc<Notifier>,
     /// The level an initialize-era client asked for with `logging/setLevel`.
     log_level: SharedLevel,
-    /// The client's roots, once asked; `None` until then and after
-    /// `notifications/roots/list_changed`. An async mutex: a call waits
-    /// while the roots are being fetched, so it never runs on stale roots.
-    client_roots: Arc<tokio::sync::Mutex<Option<Vec<PathBuf>>>>,
+    /// The client's roots: a call waits while they are being read, so it
+    /// never runs on roots the client said changed (`roots`).
+    client_roots: Arc<roots::ClientRoots>,
+    /// Whether `notifications/initialized` came (its effects happen once).
+    initialized: Arc<AtomicBool>,
     /// The transport's name, for the journal.
     transport: &'static str,
     /// The resources this session subscribed to (`resources/subscribe`,
@@ -120,7 +126,8 @@ impl McpServer {
             tasks,
             transport,
             log_level: Arc::new(Mutex::new(None)),
-            client_roots: Arc::new(tokio::sync::Mutex::new(None)),
+            client_roots: Arc::default(),
+            initialized: Arc::default(),
             subscribed: Arc::default(),
         }
     }
@@ -131,43 +138,10 @@ impl McpServer {
     /// configured. If the client declares roots but cannot say what they
     /// are, the answer is no roots at all: narrowing fails closed.
     async fn client_roots(&self, peer: &Peer<RoleServer>, stateless: bool) -> Option<Vec<PathBuf>> {
-        if stateless {
+        if stateless || !declares_roots(peer) {
             return None;
         }
-        let declared = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.roots.is_some());
-        if !declared {
-            return None;
-        }
-        let mut cached = self.client_roots.lock().await;
-        if let Some(roots) = cached.as_ref() {
-            return Some(roots.clone());
-        }
-        match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
-            Ok(Ok(result)) => {
-                let mut roots = Vec::with_capacity(result.roots.len());
-                for root in result.roots {
-                    match file_uri_path(&root.uri) {
-                        Some(path) => roots.push(path),
-                        None => {
-                            tracing::warn!(uri = %root.uri, "ignoring a client root that is not a local file:// URI")
-                        }
-                    }
-                }
-                tracing::info!(roots = ?roots, "client roots");
-                *cached = Some(roots.clone());
-                Some(roots)
-            }
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "the client declares roots but roots/list failed; granting no files");
-                Some(Vec::new())
-            }
-            Err(_) => {
-                tracing::warn!("the client did not answer roots/list; granting no files");
-                Some(Vec::new())
-            }
-        }
+        Some(self.client_roots.current(peer).await)
     }
 
     /// The minimum level of guest log messages this request's client wants,
@@ -585,13 +559,20 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        // Once per session, whatever the client repeats.
+        if self.initialized.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.notifier.add_peer(
             ctx.peer.clone(),
             Arc::clone(&self.log_level),
             Arc::clone(&self.subscribed),
         );
-        // Learn the roots early, so the first call does not wait for them.
-        let _ = self.client_roots(&ctx.peer, false).await;
+        // Learn the roots early, so the first call does not wait for them
+        // (without waiting here).
+        if declares_roots(&ctx.peer) {
+            self.client_roots.prefetch(&ctx.peer);
+        }
     }
 
     fn accepted_subscription_filter(
@@ -626,8 +607,9 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
-        *self.client_roots.lock().await = None;
-        let _ = self.client_roots(&ctx.peer, false).await;
+        if declares_roots(&ctx.peer) {
+            self.client_roots.changed(&ctx.peer);
+        }
     }
 
     async fn set_level(
@@ -680,6 +662,12 @@ impl ServerHandler for McpServer {
             Err(method_not_found(&request.method))
         }
     }
+}
+
+/// Whether the session's client declared the roots capability.
+fn declares_roots(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some())
 }
 
 fn method_not_found(method: &str) -> McpError {

@@ -316,25 +316,24 @@ pub async fn reload(host: &Host, config_touched: bool) -> ReloadSummary {
     // The files resources come from may be others now.
     host.resource_refresh.notify_one();
     // Subscribers of a resource whose serving component changed hear of
-    // it, whether or not the lists changed.
+    // it, whether or not the lists changed. Telling clients never waits on
+    // them (each has its own mailbox and drain, `protocol::Notifier`): a
+    // client that stopped reading cannot hold this loop.
     host.notifier
-        .resources_updated(&previous, &host.registry.snapshot())
-        .await;
+        .resources_updated(&previous, &host.registry.snapshot());
     if summary.tools_changed {
-        host.notifier.tools_changed().await;
+        host.notifier.tools_changed();
     }
     if resources_changed {
         host.notifier
-            .list_changed(crate::protocol::ListKind::Resources)
-            .await;
+            .list_changed(crate::protocol::ListKind::Resources);
     }
     if prompts_changed {
         host.notifier
-            .list_changed(crate::protocol::ListKind::Prompts)
-            .await;
+            .list_changed(crate::protocol::ListKind::Prompts);
     }
     for problem in &summary.problems {
-        host.notifier.warn(problem).await;
+        host.notifier.warn(problem);
     }
     host.dispatcher.metrics().reloaded(
         !summary.problems.is_empty(),

@@ -96,7 +96,7 @@ async fn run(
         }
         if !changed.is_empty() {
             tracing::debug!(resources = ?changed, "resource files changed");
-            host.notifier.resources_changed(&changed).await;
+            host.notifier.resources_changed(&changed);
         }
     }
 }
