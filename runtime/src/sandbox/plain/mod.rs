@@ -650,60 +650,113 @@ fn error_result(message: String) -> ToolResult {
     }
 }
 
+/// What a function's result is sent as: the JSON of a value, `null` (an
+/// `ok` without a payload), or a message of the host's.
+enum Payload<'a> {
+    Value(&'a Shape, &'a Val),
+    Null,
+    Message(&'static str),
+}
+
+impl Payload<'_> {
+    fn write<S: value::Sink>(&self, out: &mut S) -> Result<(), value::Over> {
+        match self {
+            Payload::Value(shape, val) => value::write_json(shape, val, out),
+            Payload::Null => out.raw("null"),
+            Payload::Message(text) => out.string(text),
+        }
+    }
+}
+
+/// The bytes a result adds besides its JSON: the text item's framing
+/// (as `content_len` counts it), and `{"result":` + `}` around the
+/// structured output.
+const TEXT_FRAMING: u64 = 48;
+const STRUCTURED_FRAMING: u64 = 11;
+
 /// The tool result of a function that returned `val`: its JSON as text
 /// (a string as itself) and as structured output `{"result": …}`; a
 /// top-level `result` that is `err` is an error result carrying the error.
+///
+/// The JSON is measured along the lifted value before anything is built,
+/// and the walk stops as soon as the result cannot fit the result-size
+/// limit; only a result that fits is written, once, into a buffer of its
+/// exact size (the structured output is that text framed).
 fn result(
     function: &PlainFunction,
     val: Option<&Val>,
     limits: &Limits,
 ) -> Result<ToolResult, CallFailure> {
-    let (json, is_error) = match (function.result.as_deref(), val) {
+    let (payload, is_error) = match (function.result.as_deref(), val) {
         (None, _) | (_, None) => (None, false),
         (Some(Shape::Result { ok, err }), Some(Val::Result(outcome))) => match outcome {
             Ok(payload) => (
                 Some(match (ok.as_deref(), payload.as_deref()) {
-                    (Some(shape), Some(v)) => value::to_json(shape, v),
-                    _ => Value::Null,
+                    (Some(shape), Some(v)) => Payload::Value(shape, v),
+                    _ => Payload::Null,
                 }),
                 false,
             ),
             Err(payload) => (
                 Some(match (err.as_deref(), payload.as_deref()) {
-                    (Some(shape), Some(v)) => value::to_json(shape, v),
-                    _ => Value::String("the function returned an error without details".into()),
+                    (Some(shape), Some(v)) => Payload::Value(shape, v),
+                    _ => Payload::Message("the function returned an error without details"),
                 }),
                 true,
             ),
         },
-        (Some(shape), Some(v)) => (Some(value::to_json(shape, v)), false),
+        (Some(shape), Some(v)) => (Some(Payload::Value(shape, v)), false),
+    };
+    let Some(payload) = payload else {
+        return Ok(ToolResult {
+            content: Vec::new(),
+            structured: None,
+            is_error,
+            size: 0,
+        });
     };
     let has_output = !is_error
         && !matches!(
             function.result.as_deref(),
             None | Some(Shape::Result { ok: None, .. })
         );
-    let text = match &json {
-        None => None,
-        Some(Value::String(text)) => Some(text.clone()),
-        Some(other) => Some(other.to_string()),
+    // The JSON is sent once as text and, with an output, once more
+    // framed: whatever the escaping, the whole is at least this.
+    let limit = limits.max_result_bytes;
+    let max_len = if has_output {
+        limit.saturating_sub(TEXT_FRAMING + STRUCTURED_FRAMING) / 2
+    } else {
+        limit.saturating_sub(TEXT_FRAMING)
     };
-    let structured = match (&json, has_output) {
-        (Some(value), true) => Some(json!({"result": value}).to_string()),
-        _ => None,
+    let mut measure = value::Measure::new(usize::try_from(max_len).unwrap_or(usize::MAX));
+    if payload.write(&mut measure).is_err() {
+        return Err(CallFailure::ResultTooLarge { size: None, limit });
+    }
+    let len = measure.len as u64;
+    let mut json = value::Text(String::with_capacity(measure.len));
+    // A `Text` is never full.
+    let _ = payload.write(&mut json);
+    let json = json.0;
+    let structured = has_output.then(|| format!("{{\"result\":{json}}}"));
+    // A JSON string is sent as the text itself, whose escaped length is
+    // the JSON's; other JSON is sent as text, each `"` and `\` escaped.
+    let (text, text_len) = if json.starts_with('"') {
+        let text = serde_json::from_str::<String>(&json).map_err(|error| {
+            CallFailure::Trap(format!("the result's JSON did not read back: {error}"))
+        })?;
+        (text, len)
+    } else {
+        (json, len + measure.specials as u64 + 2)
     };
-    let size = text
-        .as_deref()
-        .map_or(0, |t| 48 + json::escaped_len(t) as u64)
-        + structured.as_ref().map_or(0, |s| s.len() as u64);
-    if size > limits.max_result_bytes {
+    let size = TEXT_FRAMING + text_len + structured.as_ref().map_or(0, |s| s.len() as u64);
+    if size > limit {
         return Err(CallFailure::ResultTooLarge {
             size: Some(size),
-            limit: limits.max_result_bytes,
+            limit,
         });
     }
     Ok(ToolResult {
-        content: text.map(Content::Text).into_iter().collect(),
+        content: vec![Content::Text(text)],
         structured,
         is_error,
         size,

@@ -163,3 +163,200 @@ fn paths_name_keys_and_indices() {
     let odd = At::Key(&index, "a b\"c");
     assert_eq!(odd.to_string(), r#"$.options[2]["a b\"c"]"#);
 }
+
+/// The result conversion this module had before it wrote JSON text
+/// directly: a `serde_json::Value` tree, the reference the writer must
+/// match byte for byte.
+fn reference(shape: &Shape, val: &Val) -> Value {
+    use base64::Engine as _;
+    let case = |name: &str, shape: Option<&Shape>, payload: Option<&Val>| match (shape, payload) {
+        (Some(shape), Some(payload)) => json!({ name: reference(shape, payload) }),
+        _ => Value::String(name.to_owned()),
+    };
+    match (shape, val) {
+        (_, Val::Bool(b)) => Value::Bool(*b),
+        (_, Val::U8(n)) => Value::from(*n),
+        (_, Val::U32(n)) => Value::from(*n),
+        (_, Val::S64(n)) => Value::from(*n),
+        (_, Val::Float32(n)) => {
+            serde_json::Number::from_f64(f64::from(*n)).map_or(Value::Null, Value::Number)
+        }
+        (_, Val::Float64(n)) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+        (_, Val::Char(c)) => Value::String(c.to_string()),
+        (_, Val::String(s)) => Value::String(s.clone()),
+        (Shape::Bytes, Val::List(items)) => Value::String(
+            base64::engine::general_purpose::STANDARD.encode(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Val::U8(b) => *b,
+                        _ => 0,
+                    })
+                    .collect::<Vec<u8>>(),
+            ),
+        ),
+        (Shape::List(item), Val::List(items)) => {
+            Value::Array(items.iter().map(|v| reference(item, v)).collect())
+        }
+        (Shape::Option(inner), Val::Option(v)) => {
+            v.as_deref().map_or(Value::Null, |v| reference(inner, v))
+        }
+        (Shape::Record { fields, .. }, Val::Record(values)) => Value::Object(
+            fields
+                .iter()
+                .zip(values)
+                .map(|(f, (name, v))| (name.clone(), reference(&f.shape, v)))
+                .collect(),
+        ),
+        (Shape::Tuple(shapes), Val::Tuple(values)) => Value::Array(
+            shapes
+                .iter()
+                .zip(values)
+                .map(|(s, v)| reference(s, v))
+                .collect(),
+        ),
+        (_, Val::Enum(name)) => Value::String(name.clone()),
+        (_, Val::Flags(names)) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+        (Shape::Variant { cases, .. }, Val::Variant(name, payload)) => case(
+            name,
+            cases
+                .iter()
+                .find(|c| c.name == *name)
+                .and_then(|c| c.shape.as_deref()),
+            payload.as_deref(),
+        ),
+        (Shape::Result { ok, err }, Val::Result(r)) => match r {
+            Ok(p) => case("ok", ok.as_deref(), p.as_deref()),
+            Err(p) => case("err", err.as_deref(), p.as_deref()),
+        },
+        (Shape::Map(_, item), Val::Map(pairs)) => Value::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| match k {
+                    Val::String(k) => (k.clone(), reference(item, v)),
+                    _ => unreachable!("string keys in this test"),
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+#[test]
+fn results_are_written_exactly_as_serde_json_writes_their_tree() {
+    use shape::{Case, Field};
+    let arc = Arc::new;
+    let field = |name: &str, shape: Shape| Field {
+        name: name.into(),
+        shape: arc(shape),
+        docs: None,
+    };
+    let record = Shape::Record {
+        fields: vec![
+            field("zeta", Shape::String),
+            field("alpha", Shape::F32),
+            field("mid", Shape::Option(arc(Shape::Bytes))),
+        ],
+        docs: None,
+    };
+    let variant = Shape::Variant {
+        cases: vec![
+            Case {
+                name: "dot".into(),
+                shape: None,
+                docs: None,
+            },
+            Case {
+                name: "circle".into(),
+                shape: Some(arc(Shape::F64)),
+                docs: None,
+            },
+        ],
+        docs: None,
+    };
+    let s = |text: &str| Val::String(text.into());
+    let cases: Vec<(Shape, Val)> = vec![
+        (Shape::String, s("plain")),
+        (
+            Shape::String,
+            s("quote \" slash \\ nl \n tab \t bell \u{7} del \u{7f} é 😀"),
+        ),
+        (Shape::Char, Val::Char('"')),
+        (Shape::F64, Val::Float64(f64::NAN)),
+        (Shape::F64, Val::Float64(-1.5e-300)),
+        (Shape::F32, Val::Float32(1.1)),
+        (Shape::Int(shape::Int::S64), Val::S64(i64::MIN)),
+        (
+            Shape::Bytes,
+            Val::List(vec![Val::U8(0), Val::U8(255), Val::U8(7), Val::U8(1)]),
+        ),
+        (
+            record,
+            Val::Record(vec![
+                ("zeta".into(), s("z\"")),
+                ("alpha".into(), Val::Float32(0.5)),
+                (
+                    "mid".into(),
+                    Val::Option(Some(Box::new(Val::List(vec![Val::U8(104), Val::U8(105)])))),
+                ),
+            ]),
+        ),
+        (
+            Shape::List(arc(variant)),
+            Val::List(vec![
+                Val::Variant("dot".into(), None),
+                Val::Variant("circle".into(), Some(Box::new(Val::Float64(2.5)))),
+            ]),
+        ),
+        (
+            Shape::Result {
+                ok: Some(arc(Shape::Result {
+                    ok: Some(arc(Shape::Bool)),
+                    err: None,
+                })),
+                err: Some(arc(Shape::String)),
+            },
+            Val::Result(Ok(Some(Box::new(Val::Result(Err(None)))))),
+        ),
+        (
+            Shape::Flags {
+                names: vec!["read".into(), "wr\"ite".into()],
+                docs: None,
+            },
+            Val::Flags(vec!["read".into(), "wr\"ite".into()]),
+        ),
+        (
+            Shape::Map(arc(Shape::String), arc(Shape::Int(shape::Int::U32))),
+            Val::Map(vec![
+                (s("b"), Val::U32(1)),
+                (s("a"), Val::U32(2)),
+                (s("b"), Val::U32(3)),
+                (s("\u{1}"), Val::U32(4)),
+            ]),
+        ),
+        (
+            Shape::Tuple(vec![
+                arc(Shape::Int(shape::Int::U8)),
+                arc(Shape::Option(arc(Shape::String))),
+            ]),
+            Val::Tuple(vec![Val::U8(1), Val::Option(None)]),
+        ),
+    ];
+    for (shape, val) in &cases {
+        let expected = reference(shape, val).to_string();
+        let mut text = value::Text::default();
+        value::write_json(shape, val, &mut text).expect("a text never fills");
+        assert_eq!(text.0, expected, "{val:?}");
+        let mut measure = value::Measure::new(usize::MAX);
+        value::write_json(shape, val, &mut measure).expect("no cap");
+        assert_eq!(measure.len, expected.len(), "{val:?}");
+        let specials = expected
+            .bytes()
+            .filter(|b| matches!(b, b'"' | b'\\'))
+            .count();
+        assert_eq!(measure.specials, specials, "{val:?}");
+        // Measuring stops at the first byte past the cap.
+        let mut short = value::Measure::new(expected.len() - 1);
+        assert_eq!(value::write_json(shape, val, &mut short), Err(value::Over));
+    }
+}

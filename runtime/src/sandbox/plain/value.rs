@@ -4,6 +4,9 @@
 //! here, but the conversion does not rely on it: every mismatch is an
 //! error that names the path and the expected type
 //! (`$.options.limit: expected an integer in 0..=255, got 300`).
+//! Results go the other way as JSON text, never as a `Value` tree: one
+//! walk ([`write_json`]) first measures the text ([`Measure`], stopping at
+//! a cap) and then, for a result that fits, writes it ([`Text`]).
 //! Both directions recurse along the shape, so at most
 //! [`super::shape::MAX_DEPTH`] deep.
 
@@ -409,102 +412,318 @@ fn names<'a>(names: impl Iterator<Item = &'a String>) -> String {
     list.join(", ")
 }
 
-/// `val` (of `shape`) as JSON.
-pub fn to_json(shape: &Shape, val: &Val) -> Value {
+/// A result's JSON passed its cap while it was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Over;
+
+/// Where [`write_json`] puts a result's JSON: counted ([`Measure`]) or
+/// kept ([`Text`]). One walk serves both, so what was measured is exactly
+/// what is written.
+pub trait Sink {
+    /// JSON syntax or a number, as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Over`] when the sink is full.
+    fn raw(&mut self, text: &str) -> Result<(), Over>;
+    /// `text` as a JSON string: quoted and escaped as serde_json escapes.
+    ///
+    /// # Errors
+    ///
+    /// [`Over`] when the sink is full.
+    fn string(&mut self, text: &str) -> Result<(), Over>;
+    /// `bytes` (each a `Val::U8`) as a base64 JSON string.
+    ///
+    /// # Errors
+    ///
+    /// [`Over`] when the sink is full.
+    fn base64(&mut self, bytes: &[Val]) -> Result<(), Over>;
+}
+
+/// The length of a result's JSON, counted without building it, and how
+/// many of its bytes are `"` or `\` (each takes one more byte when the
+/// JSON is itself sent as a JSON string). Stops with [`Over`] as soon as
+/// the length passes `max_len`, so measuring an oversized result costs at
+/// most `max_len` bytes' worth of walking and no memory.
+#[derive(Debug)]
+pub struct Measure {
+    /// Bytes of JSON text so far.
+    pub len: usize,
+    /// Of those, the bytes that are `"` or `\`.
+    pub specials: usize,
+    max_len: usize,
+}
+
+impl Measure {
+    /// A measure that stops past `max_len` bytes.
+    pub fn new(max_len: usize) -> Self {
+        Measure {
+            len: 0,
+            specials: 0,
+            max_len,
+        }
+    }
+
+    fn add(&mut self, len: usize, specials: usize) -> Result<(), Over> {
+        self.len = self.len.saturating_add(len);
+        self.specials = self.specials.saturating_add(specials);
+        if self.len > self.max_len {
+            Err(Over)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Sink for Measure {
+    fn raw(&mut self, text: &str) -> Result<(), Over> {
+        let specials = text.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
+        self.add(text.len(), specials)
+    }
+
+    fn string(&mut self, text: &str) -> Result<(), Over> {
+        // The quotes, then per byte what serde_json writes for it.
+        let (mut len, mut specials) = (text.len() + 2, 2);
+        for b in text.bytes() {
+            match b {
+                b'"' | b'\\' => (len, specials) = (len + 1, specials + 2),
+                0x08 | 0x0c | b'\n' | b'\r' | b'\t' => (len, specials) = (len + 1, specials + 1),
+                0..0x20 => (len, specials) = (len + 5, specials + 1),
+                _ => {}
+            }
+        }
+        self.add(len, specials)
+    }
+
+    fn base64(&mut self, bytes: &[Val]) -> Result<(), Over> {
+        self.add(crate::json::base64_len(bytes.len()), 2)
+    }
+}
+
+/// A result's JSON text, written into a buffer sized by its [`Measure`].
+#[derive(Debug, Default)]
+pub struct Text(pub String);
+
+impl Sink for Text {
+    fn raw(&mut self, text: &str) -> Result<(), Over> {
+        self.0.push_str(text);
+        Ok(())
+    }
+
+    fn string(&mut self, text: &str) -> Result<(), Over> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let out = &mut self.0;
+        out.push('"');
+        let mut start = 0;
+        for (i, b) in text.bytes().enumerate() {
+            let short = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                0x08 => "\\b",
+                0x0c => "\\f",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..0x20 => "",
+                _ => continue,
+            };
+            // `b` is ASCII, so `i` is a character boundary.
+            out.push_str(&text[start..i]);
+            if short.is_empty() {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+            } else {
+                out.push_str(short);
+            }
+            start = i + 1;
+        }
+        out.push_str(&text[start..]);
+        out.push('"');
+        Ok(())
+    }
+
+    fn base64(&mut self, bytes: &[Val]) -> Result<(), Over> {
+        let bytes: Vec<u8> = bytes
+            .iter()
+            .map(|item| match item {
+                Val::U8(b) => *b,
+                _ => 0,
+            })
+            .collect();
+        self.0.push('"');
+        BASE64.encode_string(bytes, &mut self.0);
+        self.0.push('"');
+        Ok(())
+    }
+}
+
+/// Write `val` (of `shape`) as JSON into `out`, compact, exactly as
+/// serde_json would serialise the corresponding `Value` (object keys in
+/// sorted order, a repeated map key once with its last value), without
+/// building one: a lifted result can hold millions of small values, and a
+/// tree of them takes many times the text's size.
+///
+/// # Errors
+///
+/// [`Over`] as soon as `out` is full; nothing more is walked.
+pub fn write_json<S: Sink>(shape: &Shape, val: &Val, out: &mut S) -> Result<(), Over> {
     match (shape, val) {
-        (_, Val::Bool(b)) => Value::Bool(*b),
-        (_, Val::U8(n)) => Value::from(*n),
-        (_, Val::U16(n)) => Value::from(*n),
-        (_, Val::U32(n)) => Value::from(*n),
-        (_, Val::U64(n)) => Value::from(*n),
-        (_, Val::S8(n)) => Value::from(*n),
-        (_, Val::S16(n)) => Value::from(*n),
-        (_, Val::S32(n)) => Value::from(*n),
-        (_, Val::S64(n)) => Value::from(*n),
-        // Non-finite numbers have no JSON form: `null`.
-        (_, Val::Float32(n)) => {
-            serde_json::Number::from_f64(f64::from(*n)).map_or(Value::Null, Value::Number)
-        }
-        (_, Val::Float64(n)) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
-        (_, Val::Char(c)) => Value::String(c.to_string()),
-        (_, Val::String(s)) => Value::String(s.clone()),
-        (Shape::Bytes, Val::List(items)) => {
-            let bytes: Vec<u8> = items
-                .iter()
-                .map(|item| match item {
-                    Val::U8(b) => *b,
-                    _ => 0,
-                })
-                .collect();
-            Value::String(BASE64.encode(bytes))
-        }
+        (_, Val::Bool(b)) => out.raw(if *b { "true" } else { "false" }),
+        (_, Val::U8(n)) => out.raw(&n.to_string()),
+        (_, Val::U16(n)) => out.raw(&n.to_string()),
+        (_, Val::U32(n)) => out.raw(&n.to_string()),
+        (_, Val::U64(n)) => out.raw(&n.to_string()),
+        (_, Val::S8(n)) => out.raw(&n.to_string()),
+        (_, Val::S16(n)) => out.raw(&n.to_string()),
+        (_, Val::S32(n)) => out.raw(&n.to_string()),
+        (_, Val::S64(n)) => out.raw(&n.to_string()),
+        (_, Val::Float32(n)) => number(f64::from(*n), out),
+        (_, Val::Float64(n)) => number(*n, out),
+        (_, Val::Char(c)) => out.string(c.encode_utf8(&mut [0; 4])),
+        (_, Val::String(s)) => out.string(s),
+        (Shape::Bytes, Val::List(items)) => out.base64(items),
         (
             Shape::List(item) | Shape::FixedList(item, _),
             Val::List(items) | Val::FixedLengthList(items),
-        ) => Value::Array(items.iter().map(|v| to_json(item, v)).collect()),
-        (Shape::Option(inner), Val::Option(value)) => {
-            value.as_deref().map_or(Value::Null, |v| to_json(inner, v))
+        ) => array(items.iter().map(|v| (&**item, v)), out),
+        (Shape::Option(inner), Val::Option(value)) => match value.as_deref() {
+            Some(v) => write_json(inner, v, out),
+            None => out.raw("null"),
+        },
+        (Shape::Record { fields, .. }, Val::Record(values)) => {
+            let members: Vec<(&str, &Shape, &Val)> = fields
+                .iter()
+                .zip(values)
+                .map(|(field, (name, v))| (name.as_str(), &*field.shape, v))
+                .collect();
+            object(members, out)
         }
-        (Shape::Record { fields, .. }, Val::Record(values)) => Value::Object(
-            fields
-                .iter()
-                .zip(values)
-                .map(|(field, (name, v))| (name.clone(), to_json(&field.shape, v)))
-                .collect(),
-        ),
-        (Shape::Tuple(shapes), Val::Tuple(values)) => Value::Array(
-            shapes
-                .iter()
-                .zip(values)
-                .map(|(s, v)| to_json(s, v))
-                .collect(),
-        ),
-        (_, Val::Enum(name)) => Value::String(name.clone()),
-        (_, Val::Flags(names)) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+        (Shape::Tuple(shapes), Val::Tuple(values)) => {
+            array(shapes.iter().map(|s| &**s).zip(values), out)
+        }
+        (_, Val::Enum(name)) => out.string(name),
+        (_, Val::Flags(names)) => {
+            out.raw("[")?;
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    out.raw(",")?;
+                }
+                out.string(name)?;
+            }
+            out.raw("]")
+        }
         (Shape::Variant { cases, .. }, Val::Variant(name, payload)) => {
             let shape = cases
                 .iter()
                 .find(|c| c.name == *name)
                 .and_then(|c: &Case| c.shape.as_deref());
-            case_json(name, shape, payload.as_deref())
+            case_json(name, shape, payload.as_deref(), out)
         }
         (Shape::Result { ok, err }, Val::Result(result)) => match result {
-            Ok(payload) => case_json("ok", ok.as_deref(), payload.as_deref()),
-            Err(payload) => case_json("err", err.as_deref(), payload.as_deref()),
+            Ok(payload) => case_json("ok", ok.as_deref(), payload.as_deref(), out),
+            Err(payload) => case_json("err", err.as_deref(), payload.as_deref(), out),
         },
         (Shape::Map(key, item), Val::Map(pairs)) if matches!(**key, Shape::String) => {
-            Value::Object(
-                pairs
-                    .iter()
-                    .map(|(k, v)| {
-                        let k = match k {
-                            Val::String(k) => k.clone(),
-                            other => to_json(key, other).to_string(),
-                        };
-                        (k, to_json(item, v))
-                    })
-                    .collect(),
-            )
+            let mut members: Vec<(std::borrow::Cow<'_, str>, &Shape, &Val)> =
+                Vec::with_capacity(pairs.len());
+            for (k, v) in pairs {
+                let k = match k {
+                    Val::String(k) => std::borrow::Cow::Borrowed(k.as_str()),
+                    other => {
+                        let mut text = Text::default();
+                        write_json(key, other, &mut text)?;
+                        std::borrow::Cow::Owned(text.0)
+                    }
+                };
+                members.push((k, &**item, v));
+            }
+            object(members, out)
         }
-        (Shape::Map(key, item), Val::Map(pairs)) => Value::Array(
-            pairs
-                .iter()
-                .map(|(k, v)| Value::Array(vec![to_json(key, k), to_json(item, v)]))
-                .collect(),
-        ),
+        (Shape::Map(key, item), Val::Map(pairs)) => {
+            out.raw("[")?;
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                out.raw(if i > 0 { ",[" } else { "[" })?;
+                write_json(key, k, out)?;
+                out.raw(",")?;
+                write_json(item, v, out)?;
+                out.raw("]")?;
+            }
+            out.raw("]")
+        }
         // The function's type was checked against its shape at load, and
         // wasmtime lifts results of that type; nothing else arrives.
-        _ => Value::Null,
+        _ => out.raw("null"),
     }
 }
 
-fn case_json(name: &str, shape: Option<&Shape>, payload: Option<&Val>) -> Value {
+/// A number as serde_json writes it; a non-finite one has no JSON form:
+/// `null`.
+fn number<S: Sink>(n: f64, out: &mut S) -> Result<(), Over> {
+    match serde_json::Number::from_f64(n) {
+        Some(n) => out.raw(&n.to_string()),
+        None => out.raw("null"),
+    }
+}
+
+fn array<'v, S: Sink>(
+    items: impl Iterator<Item = (&'v Shape, &'v Val)>,
+    out: &mut S,
+) -> Result<(), Over> {
+    out.raw("[")?;
+    for (i, (shape, v)) in items.enumerate() {
+        if i > 0 {
+            out.raw(",")?;
+        }
+        write_json(shape, v, out)?;
+    }
+    out.raw("]")
+}
+
+/// An object of `members`, as serde_json's (sorted) map writes it: keys
+/// in order, a repeated key once, with the last of its values.
+fn object<K: AsRef<str>, S: Sink>(
+    mut members: Vec<(K, &Shape, &Val)>,
+    out: &mut S,
+) -> Result<(), Over> {
+    // Stable, so among equal keys the last is still last.
+    members.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+    out.raw("{")?;
+    let mut first = true;
+    for (i, (key, shape, v)) in members.iter().enumerate() {
+        if members
+            .get(i + 1)
+            .is_some_and(|next| next.0.as_ref() == key.as_ref())
+        {
+            continue;
+        }
+        if !first {
+            out.raw(",")?;
+        }
+        first = false;
+        out.string(key.as_ref())?;
+        out.raw(":")?;
+        write_json(shape, v, out)?;
+    }
+    out.raw("}")
+}
+
+/// A variant-like value: `"case"` without a payload, `{"case": payload}`
+/// with one.
+fn case_json<S: Sink>(
+    name: &str,
+    shape: Option<&Shape>,
+    payload: Option<&Val>,
+    out: &mut S,
+) -> Result<(), Over> {
     match (shape, payload) {
         (Some(shape), Some(payload)) => {
-            let mut object = Map::new();
-            object.insert(name.to_owned(), to_json(shape, payload));
-            Value::Object(object)
+            out.raw("{")?;
+            out.string(name)?;
+            out.raw(":")?;
+            write_json(shape, payload, out)?;
+            out.raw("}")
         }
-        _ => Value::String(name.to_owned()),
+        _ => out.string(name),
     }
 }

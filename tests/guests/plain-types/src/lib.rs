@@ -81,6 +81,10 @@ impl Guest for Plain {
 
     fn nothing() {}
 
+    fn all_flags(n: u32) -> Vec<Wide> {
+        vec![Wide::all(); n as usize]
+    }
+
     fn greet(name: String) -> String {
         #[cfg(feature = "needs-import")]
         let name = format!("{name}{}", test::plain::elsewhere::fetch());
