@@ -528,3 +528,99 @@ def test_mutated_requests_get_the_same_answer_from_either_path(setup):
         assert 50 < taken < 190, taken
     finally:
         server.stop()
+
+
+def _session_post(port, session, message):
+    """POST `message` in `session` on a connection of its own; the open
+    connection and its response (read no further than the head)."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    connection.request("POST", "/mcp", body=json.dumps(message), headers=headers)
+    return connection, connection.getresponse()
+
+
+def _next_message(response) -> dict | None:
+    """The next JSON-RPC message of an SSE response; None at its end."""
+    while True:
+        line = response.fp.readline()
+        if not line:
+            return None
+        line = line.decode().strip()
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])
+
+
+def _pending_confirmation(port, session, request_id):
+    """A call that waits for the user's confirmation: its connection, its
+    streaming response and the id of the question it asked."""
+    connection, response = _session_post(
+        port, session, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": "get_current_time", "arguments": {}}}
+    )
+    assert response.status == 200, response.read()
+    while (message := _next_message(response)) is not None:
+        if message.get("method") == "elicitation/create":
+            return connection, response, message["id"]
+    raise AssertionError("the call asked nothing")
+
+
+def test_streamed_responses_count_as_requests_in_progress(setup):
+    # Two requests in progress at most; every call of get_current_time asks
+    # the user first, and the answer streams back on the call's response.
+    setup.add("time")
+    setup.write_config("[http]\nmax_concurrent_requests = 2\n\n[tools.get_current_time]\nconfirm = true\n")
+    server = HttpServer(setup)
+    try:
+        connection, response = _session_post(
+            server.port,
+            None,
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": LEGACY, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "0"}},
+            },
+        )
+        session = response.getheader("Mcp-Session-Id")
+        assert response.status == 200 and session
+        response.read()
+        connection.close()
+        connection, response = _session_post(server.port, session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert response.status == 202
+        connection.close()
+
+        def another_client():
+            body = call_body("convert_timezone", {"time": "2026-01-01T00:00:00Z", "timezone": "UTC"})
+            return post(server.url, body, modern_headers("convert_timezone"))[0]
+
+        # Two calls wait on their users: the cap is taken until they end.
+        first = _pending_confirmation(server.port, session, 1)
+        second = _pending_confirmation(server.port, session, 2)
+        assert another_client() == 503
+        # An answer still gets in (it is what ends a request in progress).
+        connection, response = _session_post(
+            server.port, session, {"jsonrpc": "2.0", "id": first[2], "result": {"action": "decline"}}
+        )
+        assert response.status == 202
+        connection.close()
+        replies = []
+        while (message := _next_message(first[1])) is not None:
+            replies.append(message)
+        assert any(m.get("id") == 1 and m["result"]["isError"] for m in replies), replies
+        first[0].close()
+        # Its stream has ended: one permit is free again, and only one.
+        assert another_client() == 200
+        third = _pending_confirmation(server.port, session, 3)
+        assert another_client() == 503
+        # A client that goes away frees its request too.
+        second[0].close()
+        deadline = time.monotonic() + 20
+        while another_client() != 200:
+            assert time.monotonic() < deadline, "a dropped stream still counts"
+            time.sleep(0.05)
+        third[0].close()
+    finally:
+        server.stop()

@@ -31,17 +31,19 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use http_body_util::{BodyExt as _, Full};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
@@ -170,6 +172,7 @@ pub async fn serve(
         .collect();
     let endpoint = Arc::new(McpEndpoint {
         permits: Arc::clone(&permits),
+        answers: Arc::new(Semaphore::new(http.max_concurrent_requests)),
         budget: Arc::clone(&host.request_budget),
         max_body_bytes: http.max_body_bytes,
         body_timeout: Duration::from_millis(http.body_timeout_ms),
@@ -377,7 +380,12 @@ fn refuse_connection(stream: &tokio::net::TcpStream, limit: usize) {
 /// MCP: admission (requests in progress, the body within its size and
 /// time limits, the request budget, the session cap) in front of rmcp.
 struct McpEndpoint {
+    /// Requests in progress (`http.max_concurrent_requests`), each held
+    /// until its response has been sent.
     permits: Arc<Semaphore>,
+    /// Past that cap, as many slots again for reading a POST within a
+    /// session that may be a client's answer (see `admit`).
+    answers: Arc<Semaphore>,
     /// The server-wide request budget (shared with stdio).
     budget: Arc<crate::RequestBudget>,
     max_body_bytes: usize,
@@ -413,9 +421,23 @@ impl Endpoint for McpEndpoint {
 
 impl McpEndpoint {
     async fn admit(&self, request: Request<Incoming>) -> Response<Body> {
-        let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() else {
-            self.metrics.rejected("requests_in_progress");
-            return busy("too many requests in progress; retry shortly");
+        let permit = Arc::clone(&self.permits).try_acquire_owned().ok();
+        // Past the cap, a POST within a session may be a client's answer to
+        // a question one of the requests in progress waits on (a
+        // confirmation, an elicitation): refusing it would hold that
+        // request until its client gives up. Such a POST is read, in one of
+        // as many slots again, to see what it is.
+        let _answer_slot = match &permit {
+            Some(_) => None,
+            None if request.method() == hyper::Method::POST
+                && request.headers().contains_key("mcp-session-id") =>
+            {
+                match Arc::clone(&self.answers).try_acquire_owned() {
+                    Ok(slot) => Some(slot),
+                    Err(_) => return self.too_many_requests(),
+                }
+            }
+            None => return self.too_many_requests(),
         };
         // The body, whole, within its size and time limits, before rmcp
         // parses it; it then holds its share of the request budget until
@@ -443,10 +465,40 @@ impl McpEndpoint {
             }
             Ok(Ok(collected)) => collected.to_bytes(),
         };
-        let Some(_budget) = self.budget.try_reserve(body.len()) else {
+        let message = if parts.method == hyper::Method::POST {
+            Message::of(&body)
+        } else {
+            Message::default()
+        };
+        let Some(permit) = permit else {
+            if message.request {
+                return self.too_many_requests();
+            }
+            // An answer or a notification: rmcp takes it at once (202).
+            return match self.budget.try_reserve(body.len()) {
+                Some(_budget) => self.to_rmcp(parts, body, None).await,
+                None => {
+                    self.metrics.rejected("request_budget");
+                    busy("the server holds too many requests at once; retry shortly")
+                }
+            };
+        };
+        let Some(budget) = self.budget.try_reserve(body.len()) else {
             self.metrics.rejected("request_budget");
             return busy("the server holds too many requests at once; retry shortly");
         };
+        // A request is in progress until its response has been sent: the
+        // permit and the budget go with the response's body, which may
+        // stream for minutes (a call waiting on a confirmation, reporting
+        // progress). A `subscriptions/listen` stream is a subscription,
+        // not a request in progress: it is counted until its head is sent,
+        // as the GET stream of a session is, and bounded by
+        // `http.max_connections`.
+        let admission = Admission {
+            _permit: permit,
+            _budget: budget,
+        };
+        let streams = message.request && message.method.as_deref() != Some("subscriptions/listen");
         if self.may_answer_directly(&parts)
             && let Some(call) = self.direct.direct_call(&parts.headers, &body)
         {
@@ -463,10 +515,34 @@ impl McpEndpoint {
                 hyper::header::CONTENT_TYPE,
                 hyper::header::HeaderValue::from_static("application/json"),
             );
-            return response;
+            return admission.hold(response);
         }
+        let response = self.to_rmcp(parts, body, Some(&message)).await;
+        if streams {
+            admission.hold(response)
+        } else {
+            response
+        }
+    }
+
+    /// A `503` for a request past `http.max_concurrent_requests`.
+    fn too_many_requests(&self) -> Response<Body> {
+        self.metrics.rejected("requests_in_progress");
+        busy("too many requests in progress; retry shortly")
+    }
+
+    /// Hand an admitted request to rmcp (`message`, the body read as a
+    /// JSON-RPC message when it is a POST), with the session checks and
+    /// the replica prefix on the way in and out.
+    async fn to_rmcp(
+        &self,
+        parts: http::request::Parts,
+        body: bytes::Bytes,
+        message: Option<&Message>,
+    ) -> Response<Body> {
         self.metrics.mcp_http("rmcp");
-        let _initializing = match self.session_slot(&parts, &body).await {
+        let initialize = message.is_some_and(|m| m.method.as_deref() == Some("initialize"));
+        let _initializing = match self.session_slot(&parts, initialize).await {
             Ok(slot) => slot,
             Err(response) => return response,
         };
@@ -599,20 +675,12 @@ impl McpEndpoint {
     async fn session_slot(
         &self,
         parts: &http::request::Parts,
-        body: &[u8],
+        initialize: bool,
     ) -> Result<Option<InitializingGuard>, Response<Body>> {
-        if parts.method != hyper::Method::POST || parts.headers.contains_key("mcp-session-id") {
-            return Ok(None);
-        }
-        /// Only the method of the message; everything else is skipped.
-        #[derive(serde::Deserialize)]
-        struct Method<'a> {
-            #[serde(borrow)]
-            method: Option<std::borrow::Cow<'a, str>>,
-        }
-        let initialize = serde_json::from_slice::<Method<'_>>(body)
-            .is_ok_and(|m| m.method.as_deref() == Some("initialize"));
-        if !initialize {
+        if parts.method != hyper::Method::POST
+            || parts.headers.contains_key("mcp-session-id")
+            || !initialize
+        {
             return Ok(None);
         }
         use std::sync::atomic::Ordering;
@@ -631,6 +699,94 @@ impl McpEndpoint {
             ));
         }
         Ok(Some(guard))
+    }
+}
+
+/// What a POST body is, as far as admission cares.
+#[derive(Debug, Default)]
+struct Message {
+    /// Its `method`, when it has one.
+    method: Option<String>,
+    /// A JSON-RPC request (a `method` and an `id`), or anything that does
+    /// not read as one message; not a notification or a client's answer to
+    /// the server, which rmcp accepts at once (202).
+    request: bool,
+}
+
+impl Message {
+    fn of(body: &[u8]) -> Message {
+        /// Only the method and whether there is an id; the rest is skipped.
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            id: Option<serde::de::IgnoredAny>,
+        }
+        match serde_json::from_slice::<Head<'_>>(body) {
+            Ok(head) => Message {
+                request: head.method.is_some() && head.id.is_some(),
+                method: head.method.map(std::borrow::Cow::into_owned),
+            },
+            Err(_) => Message {
+                method: None,
+                request: true,
+            },
+        }
+    }
+}
+
+/// What admitted a request: its permit among
+/// `http.max_concurrent_requests` and its share of the request budget.
+struct Admission {
+    /// Held, never read: dropping it releases the request.
+    _permit: OwnedSemaphorePermit,
+    /// Held, never read: dropping it returns the bytes.
+    _budget: OwnedSemaphorePermit,
+}
+
+impl Admission {
+    /// `response`, holding the admission in its body until the body ends
+    /// or is dropped (the client gone, the connection closed).
+    fn hold(self, response: Response<Body>) -> Response<Body> {
+        response.map(|body| {
+            Held {
+                body,
+                admission: Some(self),
+            }
+            .boxed()
+        })
+    }
+}
+
+/// A response body that keeps its request counted while it streams.
+struct Held {
+    body: Body,
+    admission: Option<Admission>,
+}
+
+impl hyper::body::Body for Held {
+    type Data = bytes::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<bytes::Bytes>, Infallible>>> {
+        // `BoxBody` is `Unpin`.
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            // Sent in full: released before hyper ends the response.
+            self.admission = None;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
