@@ -10,8 +10,9 @@
 //! Rules, in one place:
 //! - [`parse`] charges every value it builds against its budget before
 //!   building it ([`NODE_BYTES`] per value, plus the bytes of each string and
-//!   key), and fails at the first value over budget: the parsed form never
-//!   takes more host memory than the budget, whatever the text.
+//!   key, plus [`MAP_NODE_BYTES`] per B-tree node a map may need), and fails
+//!   at the first value over budget: the parsed form never takes more host
+//!   memory than the budget, whatever the text.
 //! - Nesting is limited by serde_json's recursion limit (128), so parsing
 //!   never recurses deeper than that.
 //! - [`escaped_len`] is the length of a string once JSON-encoded (quotes and
@@ -23,9 +24,21 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// What one parsed value costs besides its string bytes: a `Value` is 32
-/// bytes, and a map entry holds its key's `String` (24) and a tree node's
-/// share.
+/// bytes, in an array's buffer that may be up to twice its length.
 pub const NODE_BYTES: usize = 64;
+
+/// What a map pays for its B-tree (serde_json's `Map` is a `BTreeMap`):
+/// one node, the size of an internal node (11 keys, 11 values, 12 edges),
+/// for its first entry and for every [`ENTRIES_PER_NODE`] after. A node
+/// other than the root holds at least that many entries, so this bounds
+/// the tree from above. A one-entry map takes a whole node: `{"a":0}`,
+/// 7 bytes of text, takes over 700 bytes parsed, which a charge per value
+/// alone (as this module once made) missed by ten times.
+pub const MAP_NODE_BYTES: usize =
+    11 * (size_of::<String>() + size_of::<Value>()) + 12 * size_of::<usize>() + 16;
+
+/// Entries a B-tree node other than the root holds at least (`B - 1`).
+pub const ENTRIES_PER_NODE: usize = 5;
 
 /// Why untrusted JSON was not parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -184,8 +197,15 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
         self.charge(0)?;
         let mut object = Map::new();
+        let mut entries = 0usize;
         while let Some(key) = map.next_key::<String>()? {
-            self.charge(key.len())?;
+            let node = if entries.is_multiple_of(ENTRIES_PER_NODE) {
+                MAP_NODE_BYTES
+            } else {
+                0
+            };
+            entries += 1;
+            self.charge(key.len().saturating_add(node))?;
             let value = map.next_value_seed(self.reborrow())?;
             object.insert(key, value);
         }
@@ -217,6 +237,20 @@ mod tests {
         let long = format!("\"{}\"", "x".repeat(10_000));
         assert!(parse(&long, 10_000).is_err());
         assert!(parse(&long, 10_000 + NODE_BYTES).is_ok());
+        // A map pays a B-tree node for its first entry and every fifth
+        // after: a thousand one-entry maps take a thousand nodes.
+        let maps = format!("[{}{{\"a\":0}}]", "{\"a\":0},".repeat(999));
+        let cost = NODE_BYTES + 1000 * (3 * NODE_BYTES + MAP_NODE_BYTES + 1);
+        assert!(parse(&maps, cost).is_ok());
+        assert!(parse(&maps, cost - 1).is_err());
+        assert!(MAP_NODE_BYTES >= 700, "{MAP_NODE_BYTES}");
+        let wide = format!(
+            "{{{}}}",
+            (0..10).map(|i| format!("\"k{i}\":0")).collect::<Vec<_>>().join(",")
+        );
+        let cost = NODE_BYTES + 2 * MAP_NODE_BYTES + 10 * (2 + 2 * NODE_BYTES);
+        assert!(parse(&wide, cost).is_ok());
+        assert!(parse(&wide, cost - 1).is_err());
     }
 
     #[test]

@@ -177,6 +177,21 @@ def test_hostile_results_and_host_calls_are_bounded_and_named(hostile, tool, arg
     assert hostile.peak_mib() < PEAK_MIB, hostile.peak_mib()
 
 
+def test_structured_output_of_small_maps_is_refused_within_its_budget(hostile):
+    """`{"r":[{"a":0},...]}`, 15 MB: every one-entry map takes a B-tree
+    node of over 700 bytes once parsed. Charged 64 bytes a value, the
+    parse went to 300 MB (release build) before it was refused, against a
+    budget of 64 MiB; charged its nodes, it stops within the budget."""
+    result = hostile.call("map_bomb", {})
+    assert result["isError"] and "structured output too large to check" in raw_text(result), raw_text(result)
+    assert hostile.peak_mib() < 200, hostile.peak_mib()
+    # Ten thousand of them (80 KB) are an ordinary result.
+    small = hostile.call("map_bomb", {"bytes": 80_000})
+    assert not small["isError"], raw_text(small)
+    assert len(small["structuredContent"]["r"]) == 10_000
+    hostile.still_serving()
+
+
 def open_fds(probe) -> int:
     return len(os.listdir(f"/proc/{probe.proc.pid}/fd"))
 

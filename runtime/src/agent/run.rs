@@ -551,7 +551,8 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
-    match crate::json::parse(text, text.len().saturating_mul(8).max(64 * 1024)) {
+    // Any JSON of this text (a one-entry map takes about 115 times it).
+    match crate::json::parse(text, text.len().saturating_mul(128).max(64 * 1024)) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err("the arguments are not a JSON object".into()),
         Err(e) => Err(format!("the arguments are not JSON: {e}")),

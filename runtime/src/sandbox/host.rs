@@ -489,7 +489,8 @@ fn check_elicitation(message: &str, schema: &str) -> Result<serde_json::Value, S
         ));
     }
     // Within the text cap, so the parsed form is bounded by the budget too.
-    let schema = json::parse(schema, MAX_ELICIT_SCHEMA_BYTES * 4)
+    // 32 times: a schema is mostly small maps (see `schema::parse`).
+    let schema = json::parse(schema, MAX_ELICIT_SCHEMA_BYTES * 32)
         .map_err(|error| format!("the requested schema is not valid JSON: {error}"))?;
     let flat = schema.get("type").and_then(serde_json::Value::as_str) == Some("object")
         && schema

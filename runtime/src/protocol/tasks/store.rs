@@ -212,7 +212,10 @@ impl Store {
         }
         let text = std::str::from_utf8(&text)
             .map_err(|_| "the task store's record is not UTF-8".to_owned())?;
-        let value = crate::json::parse(text, text.len().saturating_mul(8))
+        // A record this server wrote holds a result whose structured
+        // output parsed within 64 MiB (`dispatch::check`): room for that
+        // and the text, whatever the record's shape.
+        let value = crate::json::parse(text, text.len().saturating_mul(8).max(160 << 20))
             .map_err(|e| format!("the task store's record is not JSON: {e}"))?;
         serde_json::from_value(value)
             .map(Some)

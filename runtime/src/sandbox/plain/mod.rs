@@ -605,7 +605,10 @@ impl Plain {
         let params = match params {
             Some(params) => params,
             None => {
-                let budget = arguments.len().saturating_mul(16).max(64 * 1024);
+                // Arguments the host already validated, their text within
+                // the request's caps: the budget admits any JSON of that
+                // text (a one-entry map takes about 115 times its text).
+                let budget = arguments.len().saturating_mul(128).max(64 * 1024);
                 let converted = match json::parse(arguments, budget) {
                     Ok(value) => self.check_arguments(name, &value),
                     Err(error) => Err(format!("the arguments could not be read: {error}")),

@@ -147,7 +147,7 @@ mod alias {
 }
 
 /// Every tool, in the order `describe` lists them.
-const TOOLS: [&str; 23] = [
+const TOOLS: [&str; 24] = [
     "progress_flood",
     "log_flood",
     "mime_bomb",
@@ -155,6 +155,7 @@ const TOOLS: [&str; 23] = [
     "empty_items",
     "escape_bomb",
     "structured_bomb",
+    "map_bomb",
     "elicit_huge",
     "sample_alias",
     "resource_flood",
@@ -307,6 +308,16 @@ fn structured_bomb(args: &Args) -> CallResult {
     // `repeat` copies in doubling chunks: cheap in fuel, unlike a loop of
     // pushes in this unoptimised guest.
     let json = format!("[{}0]", "0,".repeat(zeros - 1));
+    structured(json, "bomb")
+}
+
+/// Structured output `{"r":[{"a":0},{"a":0},...]}` of about `bytes` (15 MB)
+/// bytes: an object, as the host expects, made of millions of one-entry
+/// maps, each of which takes a B-tree node (hundreds of bytes) when parsed,
+/// a hundred times its text.
+fn map_bomb(args: &Args) -> CallResult {
+    let maps = (args.number("bytes", 15_000_000) / 8).max(1);
+    let json = format!(r#"{{"r":[{}{{"a":0}}]}}"#, r#"{"a":0},"#.repeat(maps - 1));
     structured(json, "bomb")
 }
 
@@ -722,6 +733,7 @@ impl tool::Guest for Hostile {
             "empty_items" => empty_items(&args),
             "escape_bomb" => escape_bomb(&args),
             "structured_bomb" => structured_bomb(&args),
+            "map_bomb" => map_bomb(&args),
             "elicit_huge" => elicit_huge(&args),
             "sample_alias" => sample_alias(&args),
             "resource_flood" => resource_flood(&args),
