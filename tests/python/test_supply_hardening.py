@@ -9,11 +9,18 @@ loader do with what the registry and the tools folder hand them.
 - An installed file that is not a regular file (a FIFO, a link to
   /dev/zero) is refused with a clear error, never read or waited on, and
   nothing is replaced.
+- A registry that trickles every body just inside each request's deadline
+  holds `add` and `serve`'s start-up no longer than the source's whole
+  fetch is allowed (`[install] fetch_deadline_ms`); a lock another process
+  holds is waited on for a bounded time, then named; a staging folder an
+  install that died left behind is removed by the next command.
 
 Memory is read from the kernel (a child's `ru_maxrss`, a server's VmHWM),
 and bounds are generous: each is far below what the unbounded reads took.
 """
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -23,6 +30,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -277,3 +285,190 @@ def test_an_installed_file_that_is_not_a_regular_file_is_refused(start_registry,
     else:
         assert os.readlink(target) == "/dev/zero"
     assert lock_of(setup) == lock
+
+
+# --- a slow registry: one deadline for a source's whole fetch ---------------
+
+
+def slow_registry(wasm: bytes, signatures: int, seconds_per_body: float):
+    """A registry that sends every body in small pieces over
+    `seconds_per_body`, each piece well inside the client's per-wait timeout,
+    with a `.sig` manifest of `signatures` payloads and as many bundle
+    referrers, so that a client with keys fetches every one of them (the
+    audit's hostile registry). Returns the server and a list of the paths
+    asked for."""
+
+    def digest(b: bytes) -> str:
+        return "sha256:" + hashlib.sha256(b).hexdigest()
+
+    oci = "application/vnd.oci.image.manifest.v1+json"
+    bundle_type = "application/vnd.dev.sigstore.bundle.v0.3+json"
+    docs: dict[str, bytes] = {}
+
+    def keep(b: bytes) -> dict:
+        docs[digest(b)] = b
+        return {"digest": digest(b), "size": len(b)}
+
+    config = keep(b"{}")
+    artifact = json.dumps({
+        "schemaVersion": 2, "mediaType": oci,
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", **config},
+        "layers": [{"mediaType": "application/wasm", **keep(wasm)}],
+    }).encode()
+    signature_tag = digest(artifact).replace(":", "-", 1) + ".sig"
+    sig = json.dumps({
+        "schemaVersion": 2, "mediaType": oci,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
+        "layers": [
+            {"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json", **keep(os.urandom(200)),
+             "annotations": {"dev.cosignproject.cosign/signature": "MEUCIQ" + "A" * 90}}
+            for _ in range(signatures)
+        ],
+    }).encode()
+    referrers = []
+    for _ in range(signatures):
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": oci, "artifactType": bundle_type,
+            "config": {"mediaType": "application/vnd.oci.empty.v1+json", **config},
+            "layers": [{"mediaType": bundle_type, **keep(os.urandom(300))}],
+        }).encode()
+        referrers.append({"mediaType": oci, "artifactType": bundle_type, **keep(manifest)})
+    index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                        "manifests": referrers}).encode()
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def trickle(self, body: bytes, content_type: str):
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            pieces = 40
+            step = max(1, len(body) // pieces)
+            try:
+                for i in range(0, len(body), step):
+                    self.wfile.write(body[i:i + step])
+                    self.wfile.flush()
+                    time.sleep(seconds_per_body / pieces)
+            except OSError:
+                pass  # the client gave up
+
+        def do_GET(self):
+            match = re.match(r"^/v2/.+/(manifests|blobs|referrers)/(.+)$", self.path)
+            kind, ref = match.groups() if match else ("", "")
+            if kind == "manifests" and ref in ("1", digest(artifact)):
+                return self.trickle(artifact, oci)
+            if kind == "manifests" and ref == signature_tag:
+                return self.trickle(sig, oci)
+            if kind == "referrers":
+                return self.trickle(index, "application/vnd.oci.image.index.v1+json")
+            if kind in ("manifests", "blobs") and ref in docs:
+                return self.trickle(docs[ref], oci if kind == "manifests" else "application/octet-stream")
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, asked
+
+
+SLOW_INSTALL = """[install]
+keys = ["{key}"]
+timeout_ms = 200
+fetch_deadline_ms = 3000
+"""
+
+#: What every request's own deadline allowed, summed, before the overall
+#: one: 1 + 1 + 8 + 1 + 8 + 8 bodies of 2 s each, about 54 s. A bound far
+#: below that and far above the configured 3 s.
+SLOW_BOUND_S = 30
+
+
+def test_a_slow_registry_holds_add_no_longer_than_its_fetch_deadline(setup, tmp_path):
+    """The audit's case: keys configured, every body trickling in just
+    inside the per-request deadline (200 ms per wait, 4 s per download), a
+    `.sig` of 8 payloads and 8 bundle referrers. Before: each request had
+    its own deadline (N=2 took 42 s, N=64 about 32 h)."""
+    _, _, public = keypair(tmp_path)
+    server, asked = slow_registry(guest("greet"), signatures=8, seconds_per_body=2)
+    try:
+        setup.write_config(SLOW_INSTALL.format(key=public))
+        ref = f"oci://127.0.0.1:{server.server_port}/tools/greet:1"
+        started = time.monotonic()
+        out = tc(setup, "add", ref, "--name", "greet", timeout=120)
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+    assert out.returncode != 0
+    assert f"`{ref}` was not fetched within `[install] fetch_deadline_ms` (3000 ms" in out.stderr, out.stderr
+    assert "nothing was kept" in out.stderr
+    assert took < SLOW_BOUND_S, (took, asked)
+    assert len(asked) < 19, asked  # it stopped, rather than asking for all
+    assert folder(setup) == [] and lock_of(setup) == ""
+
+
+def test_a_slow_registry_holds_serve_start_up_no_longer_than_its_fetch_deadline(setup, tmp_path):
+    """`serve` fetches `[[sources]]` before it serves (the README's promise
+    to identical replicas), so the overall deadline is what bounds its
+    start-up; the source is logged as not installed and the rest serves."""
+    _, _, public = keypair(tmp_path)
+    server, _ = slow_registry(guest("greet"), signatures=8, seconds_per_body=2)
+    try:
+        ref = f"oci://127.0.0.1:{server.server_port}/tools/greet:1"
+        setup.write_config(SLOW_INSTALL.format(key=public) + f'[[sources]]\nsource = "{ref}"\nname = "greet"\n')
+        setup.add("time")
+        started = time.monotonic()
+        served = serve_once(setup)
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+    assert "[[sources]]: not installed" in served.stderr, served.stderr
+    assert "was not fetched within `[install] fetch_deadline_ms` (3000 ms" in served.stderr, served.stderr
+    assert took < SLOW_BOUND_S, took
+    assert folder(setup) == ["time_tool.wasm"]
+
+
+def test_a_held_lock_is_waited_on_for_a_bounded_time_then_named(setup):
+    """Another process holds the lock (as `serve` did through a slow
+    `[[sources]]` step): `remove` says so instead of waiting forever."""
+    setup.add("time")
+    guard = setup.root / ".toolcage.lock.guard"
+    with open(guard, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        out = tc(setup, "remove", "time_tool", timeout=120)
+        took = time.monotonic() - started
+    assert out.returncode != 0
+    assert "another toolcage process holds the lock" in out.stderr and "try again" in out.stderr, out.stderr
+    assert str(setup.root / "toolcage.lock") in out.stderr
+    assert took < SLOW_BOUND_S, took
+    assert (setup.tools_dir / "time_tool.wasm").exists()
+    # Released: the same command works.
+    out = tc(setup, "remove", "time_tool")
+    assert out.returncode == 0, out.stderr
+    assert folder(setup) == []
+
+
+def test_a_staging_folder_left_by_a_dead_install_is_removed(setup):
+    """A process killed while it compiled a staged file (a signal skips its
+    cleanup) left `.toolcage-staging-PID-N` behind, up to the component cap:
+    the next command that holds the lock removes it, and only it."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = setup.tools_dir / f".toolcage-staging-{dead.pid}-0"
+    live = setup.tools_dir / f".toolcage-staging-{os.getpid()}-0"
+    for folder_path in (stale, live):
+        folder_path.mkdir()
+        sparse(folder_path / "greet.wasm", 256 * 1024 * 1024)
+    setup.add("time")
+    out = tc(setup, "remove", "time_tool")
+    assert out.returncode == 0, out.stderr
+    assert folder(setup) == [live.name]

@@ -17,6 +17,13 @@ pub const LOCK_FILE_NAME: &str = "toolcage.lock";
 /// The default cap on a component's size.
 pub const DEFAULT_MAX_COMPONENT_MIB: u64 = 256;
 
+/// The default bound on one source's whole fetch (every request it takes:
+/// manifests, signatures, the component), in milliseconds: ten minutes,
+/// what a single download of the largest component was already allowed at
+/// the default `timeout_ms` (20 × 30 s), now for all of a source's
+/// requests together.
+pub const DEFAULT_FETCH_DEADLINE_MS: u64 = 600_000;
+
 /// How tools are installed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Install {
@@ -31,6 +38,9 @@ pub struct Install {
     pub max_component_bytes: u64,
     /// Each registry request's waits, in milliseconds.
     pub timeout_ms: u64,
+    /// One source's whole fetch (every request of an `add`, of one tool's
+    /// `update`, of one `[[sources]]` entry), in milliseconds.
+    pub fetch_deadline_ms: u64,
     /// Tools `serve` fetches before serving, in order.
     pub sources: Vec<SourceEntry>,
 }
@@ -43,6 +53,7 @@ impl Default for Install {
             require_signature: false,
             max_component_bytes: DEFAULT_MAX_COMPONENT_MIB * 1024 * 1024,
             timeout_ms: 30_000,
+            fetch_deadline_ms: DEFAULT_FETCH_DEADLINE_MS,
             sources: Vec::new(),
         }
     }
@@ -73,6 +84,7 @@ pub(super) struct RawInstall {
     require_signature: Option<bool>,
     max_component_mib: Option<u64>,
     timeout_ms: Option<u64>,
+    fetch_deadline_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,6 +125,14 @@ pub(super) fn resolve(
             "install.timeout_ms".into(),
             timeout_ms.to_string(),
             "must be between 100 and 600000".into(),
+        ));
+    }
+    let fetch_deadline_ms = raw.fetch_deadline_ms.unwrap_or(DEFAULT_FETCH_DEADLINE_MS);
+    if !(1_000..=86_400_000).contains(&fetch_deadline_ms) {
+        return Err(FieldError::new(
+            "install.fetch_deadline_ms".into(),
+            fetch_deadline_ms.to_string(),
+            "must be between 1000 (a second) and 86400000 (a day)".into(),
         ));
     }
     let mut entries: Vec<SourceEntry> = Vec::new();
@@ -181,6 +201,7 @@ pub(super) fn resolve(
         require_signature: raw.require_signature.unwrap_or(false),
         max_component_bytes: max_mib * 1024 * 1024,
         timeout_ms,
+        fetch_deadline_ms,
         sources: entries,
     })
 }
@@ -197,4 +218,27 @@ fn check_keys(keys: Vec<PathBuf>, field: &str) -> Result<Vec<PathBuf>, FieldErro
         })?;
     }
     Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fetch_deadline_defaults_to_ten_minutes_and_is_bounded() {
+        let with = |ms: Option<u64>| {
+            let raw = RawInstall {
+                fetch_deadline_ms: ms,
+                ..RawInstall::default()
+            };
+            resolve(&raw, &[], Path::new("/")).map(|install| install.fetch_deadline_ms)
+        };
+        assert_eq!(with(None), Ok(600_000));
+        assert_eq!(with(Some(3_000)), Ok(3_000));
+        for bad in [0, 999, 86_400_001] {
+            let error = with(Some(bad)).expect_err("out of range");
+            assert_eq!(error.key, "install.fetch_deadline_ms");
+            assert!(error.reason.contains("between 1000"), "{bad}: {error:?}");
+        }
+    }
 }

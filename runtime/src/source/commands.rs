@@ -66,6 +66,8 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
             timeout,
             // A whole download: generous, but not forever.
             deadline: timeout * 20,
+            // And all of one source's requests together.
+            fetch_deadline: Duration::from_millis(install.fetch_deadline_ms),
             keys,
             require_signature: flags.require_signature || install.require_signature,
         },

@@ -2,9 +2,17 @@
 //! artifact (manifest, its one Wasm layer, and its cosign signature), a URL
 //! (against the digest it must have), or a local file. Nothing here writes
 //! anywhere; `install` decides what becomes a tool file.
+//!
+//! A fetch has one overall deadline ([`Settings::fetch_deadline`]), however
+//! many requests it takes (an OCI artifact with its signatures can take
+//! over a hundred): every request's waits are cut to what remains of it,
+//! and when it runs out the fetch stops with an error naming the source
+//! and the setting. Without it each request had its own deadline, and a
+//! registry trickling every body just inside it held `add`, `update` and
+//! `serve`'s start-up for hours.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::digest::Digest;
 use super::keys::PublicKey;
@@ -26,6 +34,9 @@ pub struct Settings {
     pub timeout: Duration,
     /// Each whole download.
     pub deadline: Duration,
+    /// The whole fetch of one source, every request together (`[install]
+    /// fetch_deadline_ms`).
+    pub fetch_deadline: Duration,
     /// The keys a signature may be made with.
     pub keys: Vec<PublicKey>,
     /// Refuse an OCI artifact no key signed (and any non-OCI source).
@@ -104,8 +115,44 @@ pub async fn fetch(
     digest: Option<Digest>,
     settings: &Settings,
 ) -> Result<Fetched, String> {
+    let ends = Instant::now() + settings.fetch_deadline;
+    let work = fetch_until(source, manifest, digest, settings, ends);
+    // The timer stops what no request's own deadline covers (a credential
+    // helper, a request started at the very end); an error after the end
+    // is that end, whichever request noticed it first.
+    match tokio::time::timeout_at(ends.into(), work).await {
+        Ok(Ok(fetched)) => Ok(fetched),
+        Ok(Err(why)) if Instant::now() < ends => Err(why),
+        Ok(Err(_)) | Err(_) => Err(out_of_time(source, settings.fetch_deadline)),
+    }
+}
+
+/// Why a fetch stopped at its overall deadline: the source, the setting
+/// and what to do.
+fn out_of_time(source: &Source, allowed: Duration) -> String {
+    let shown = match source {
+        Source::Oci(reference) => reference.to_string(),
+        Source::Url { url, .. } => url.clone(),
+        Source::Path(path) => path.display().to_string(),
+    };
+    format!(
+        "`{shown}` was not fetched within `[install] fetch_deadline_ms` ({} ms, for all of its \
+         requests together: manifests, signatures and the component), so nothing was kept; the \
+         registry or the network is too slow (raise the setting if it must wait longer)",
+        allowed.as_millis()
+    )
+}
+
+/// [`fetch`], every request over by `ends`.
+async fn fetch_until(
+    source: &Source,
+    manifest: Option<Digest>,
+    digest: Option<Digest>,
+    settings: &Settings,
+    ends: Instant,
+) -> Result<Fetched, String> {
     match source {
-        Source::Oci(reference) => fetch_oci(reference, manifest, settings).await,
+        Source::Oci(reference) => fetch_oci(reference, manifest, settings, ends).await,
         Source::Url { url, digest: own } => {
             let Some(expected) = digest.or(*own) else {
                 return Err(format!(
@@ -118,7 +165,7 @@ pub async fn fetch(
                     "`{url}`: a signature is required, and only OCI artifacts carry signatures"
                 ));
             }
-            let bytes = fetch_url(url, settings).await?;
+            let bytes = fetch_url(url, settings, ends).await?;
             if !expected.matches(&bytes) {
                 return Err(format!(
                     "`{url}`: the bytes' digest is {}, not the expected {expected}; nothing was \
@@ -164,9 +211,11 @@ async fn fetch_oci(
     reference: &OciReference,
     locked: Option<Digest>,
     settings: &Settings,
+    ends: Instant,
 ) -> Result<Fetched, String> {
-    let client =
-        Client::with_credentials(&reference.registry, settings.timeout, settings.deadline).await?;
+    let client = Client::with_credentials(&reference.registry, settings.timeout, settings.deadline)
+        .await?
+        .until(ends);
     let asked = match locked.or(reference.digest) {
         Some(digest) => digest.to_string(),
         None => reference.reference(),
@@ -349,12 +398,18 @@ fn verdict(verdict: Verdict, reference: &OciReference) -> Signature {
 }
 
 /// `GET url`, following up to [`MAX_REDIRECTS`] redirects (each checked
-/// as the first URL), the body capped.
-async fn fetch_url(url: &str, settings: &Settings) -> Result<Vec<u8>, String> {
+/// as the first URL), the body capped, every hop over by `ends`.
+async fn fetch_url(url: &str, settings: &Settings, ends: Instant) -> Result<Vec<u8>, String> {
     let mut current = url.to_owned();
     for _ in 0..=MAX_REDIRECTS {
-        let response =
-            send(Request::get(&current, settings.timeout).deadline(settings.deadline)).await?;
+        let (timeout, deadline) = super::registry::cut(
+            settings.timeout,
+            settings.deadline,
+            Some(ends),
+            Instant::now(),
+        )
+        .ok_or_else(|| format!("`{url}`: no time left for another request"))?;
+        let response = send(Request::get(&current, timeout).deadline(deadline)).await?;
         if response.status.is_redirection() {
             let location = response
                 .header(http::header::LOCATION)

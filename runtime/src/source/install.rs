@@ -31,6 +31,10 @@
 //!   [`capped::digest_file`]: a regular file, not a link, within the
 //!   component cap; anything else there is an error, and nothing is
 //!   replaced.
+//! - A staging folder whose process died (a signal skips `Drop`) is
+//!   removed by the next holder of the lock: named
+//!   `.toolcage-staging-PID-N`, it is only ever written under the lock, so
+//!   one whose PID is not a live process is no one's ([`sweep_staging`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,7 +109,18 @@ impl Drop for Staged {
     }
 }
 
+/// The prefix of a staging folder's name: `.toolcage-staging-PID-N`.
+const STAGING_PREFIX: &str = ".toolcage-staging-";
+
 impl Installer {
+    /// Hold the lock (a bounded wait), then clear what installs that died
+    /// left in the tools folder.
+    fn hold(&self) -> Result<lock::Guard, String> {
+        let guard = lock::hold(&self.lock_path)?;
+        sweep_staging(&self.tools_dir, process_is_alive);
+        Ok(guard)
+    }
+
     /// `toolcage add SOURCE [--name NAME] [--digest D]`: `report` is called
     /// with what was fetched before anything is written.
     ///
@@ -129,7 +144,7 @@ impl Installer {
         check_name(&name)?;
         let target = self.tools_dir.join(format!("{name}.wasm"));
         let settings = self.settings_for(&name)?;
-        let _guard = lock::hold(&self.lock_path)?;
+        let _guard = self.hold()?;
         let mut lock = Lock::read(&self.lock_path)?;
         if let Some(entry) = lock.tools.get(&name)
             && present(&target)
@@ -178,7 +193,7 @@ impl Installer {
         change: SignatureChange,
         confirm: &mut dyn FnMut(&Entry, &Installed, &[String]) -> bool,
     ) -> Result<Vec<Result<String, String>>, String> {
-        let _guard = lock::hold(&self.lock_path)?;
+        let _guard = self.hold()?;
         let lock = Lock::read(&self.lock_path)?;
         let names: Vec<String> = match name {
             Some(name) if lock.tools.contains_key(name) => vec![name.to_owned()],
@@ -260,7 +275,7 @@ impl Installer {
     /// failed.
     pub fn remove(&self, name: &str) -> Result<String, String> {
         check_name(name)?;
-        let _guard = lock::hold(&self.lock_path)?;
+        let _guard = self.hold()?;
         let mut lock = Lock::read(&self.lock_path)?;
         let target = self.tools_dir.join(format!("{name}.wasm"));
         let entry = lock.tools.remove(name);
@@ -302,7 +317,7 @@ impl Installer {
     }
 
     async fn sync_one(&self, entry: &crate::config::SourceEntry) -> Result<String, String> {
-        let _guard = lock::hold(&self.lock_path)?;
+        let _guard = self.hold()?;
         let mut lock = Lock::read(&self.lock_path)?;
         let name = &entry.name;
         let target = self.tools_dir.join(format!("{name}.wasm"));
@@ -457,7 +472,7 @@ impl Installer {
     ) -> Result<(Staged, LoadedFile), String> {
         use std::os::unix::fs::DirBuilderExt as _;
         let dir = base.join(format!(
-            ".toolcage-staging-{}-{}",
+            "{STAGING_PREFIX}{}-{}",
             std::process::id(),
             lock::unique()
         ));
@@ -534,6 +549,63 @@ pub fn signature_change(old: &Entry, new: &Signature) -> Option<String> {
 /// or the flag); `--require-signature` (`by_flag`) holds in every case.
 fn signature_required(entry: Option<bool>, configured: bool, by_flag: bool) -> bool {
     by_flag || entry.unwrap_or(configured)
+}
+
+/// Remove the staging folders in `tools_dir` that no live process owns:
+/// named `.toolcage-staging-PID-N`, a real folder (not a link), and `PID`
+/// neither this process nor one `alive` says runs. Called with the lock
+/// held: staging happens only under it, so such a folder's install can
+/// never finish. Failures are logged and left (it is tidying, not the
+/// install); a reused PID leaves a stale folder for a later run, never
+/// removes a live one.
+fn sweep_staging(tools_dir: &Path, alive: impl Fn(u32) -> bool) {
+    let Ok(entries) = std::fs::read_dir(tools_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(staging_pid) else {
+            continue;
+        };
+        let is_folder = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !is_folder || pid == std::process::id() || alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {
+                tracing::info!(folder = %path.display(), "removed an interrupted install's staging folder")
+            }
+            Err(error) => {
+                tracing::warn!(folder = %path.display(), %error, "cannot remove an interrupted install's staging folder")
+            }
+        }
+    }
+}
+
+/// The PID in a staging folder's name `.toolcage-staging-PID-N`.
+fn staging_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix(STAGING_PREFIX)?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok().filter(|pid| *pid > 0)
+}
+
+/// Whether a process `pid` runs on this machine (signal 0: no such
+/// process is the only "no"; one of another user's is alive).
+fn process_is_alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return true;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// Whether anything is at `path` (a dangling link included).
@@ -629,6 +701,56 @@ mod tests {
                 _ => panic!("{old:?} -> {new:?}: {why:?}"),
             }
         }
+    }
+
+    #[test]
+    fn staging_folders_of_dead_processes_are_swept_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("toolcage-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let own = format!("{STAGING_PREFIX}{}-0", std::process::id());
+        let kept = [
+            own.as_str(),
+            ".toolcage-staging-7-1",      // alive (as `alive` says)
+            ".toolcage-staging-x-1",      // not a PID
+            ".toolcage-staging-99",       // no counter
+            ".toolcage-staging-99-1-tmp", // not the pattern
+            "toolcage-staging-99-1",      // not hidden: not ours
+            ".toolcage-staging-0-1",      // PID 0
+        ];
+        for name in kept.iter().chain(&[".toolcage-staging-99-3"]) {
+            std::fs::create_dir(dir.join(name)).expect("folder");
+            std::fs::write(dir.join(name).join("x.wasm"), b"x").expect("file");
+        }
+        // A file and a link with a stale name are not folders to remove.
+        std::fs::write(dir.join(".toolcage-staging-98-1"), b"file").expect("file");
+        std::os::unix::fs::symlink(dir.join(&own), dir.join(".toolcage-staging-97-1"))
+            .expect("link");
+        sweep_staging(&dir, |pid| pid == 7);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expect: Vec<String> = kept.iter().map(|s| (*s).to_owned()).collect();
+        expect.extend([
+            ".toolcage-staging-97-1".into(),
+            ".toolcage-staging-98-1".into(),
+        ]);
+        expect.sort();
+        assert_eq!(left, expect);
+        assert!(dir.join(&own).join("x.wasm").exists());
+        std::fs::remove_dir_all(&dir).expect("cleaned");
+    }
+
+    #[test]
+    fn only_a_missing_process_is_dead() {
+        assert!(process_is_alive(std::process::id()));
+        assert!(process_is_alive(1)); // init: another user's, still alive
+        // Beyond the kernel's PID range: no such process.
+        assert!(!process_is_alive(i32::MAX as u32));
+        // Not a PID at all: treated as alive, so nothing is removed.
+        assert!(process_is_alive(u32::MAX));
     }
 
     #[test]

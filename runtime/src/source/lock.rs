@@ -11,13 +11,17 @@
 //!   one, never a mix.
 //! - Writers take an exclusive advisory lock on a guard file beside it for
 //!   the whole read-modify-write (and the tool file's install), so two
-//!   `toolcage add`s never lose each other's entries.
+//!   `toolcage add`s never lose each other's entries. Taking it waits at
+//!   most [`LOCK_WAIT`], then says another toolcage process holds it:
+//!   never forever.
 //! - Reading is strict and bounded: unknown fields, bad digests and
 //!   bad names are errors, never silently dropped entries.
 
 use std::collections::BTreeMap;
+use std::fs::TryLockError;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +33,16 @@ const MAX_LOCK_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The lock's format version.
 const VERSION: u32 = 1;
+
+/// The longest wait for another process's hold on the lock. A holder
+/// fetches (bounded by `[install] fetch_deadline_ms`) and compiles while it
+/// holds it; a command that cannot have it soon says who has it rather
+/// than hang (before, `remove` waited as long as a slow registry held
+/// `serve`'s start-up).
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a held lock is tried again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
 
 /// One locked tool file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,12 +178,20 @@ pub struct Guard {
     _file: std::fs::File,
 }
 
-/// Hold the lock at `path` exclusively, waiting for another holder.
+/// Hold the lock at `path` exclusively, waiting at most [`LOCK_WAIT`] for
+/// another holder. The wait blocks the thread: it is taken by commands and
+/// by `serve` before it serves, never on a path that answers requests.
 ///
 /// # Errors
 ///
-/// The guard file cannot be created or locked.
+/// Another process still holds it after the wait, or the guard file cannot
+/// be created or locked.
 pub fn hold(path: &Path) -> Result<Guard, String> {
+    hold_within(path, LOCK_WAIT)
+}
+
+/// [`hold`], waiting at most `wait`.
+fn hold_within(path: &Path, wait: Duration) -> Result<Guard, String> {
     let guard = guard_path(path);
     if let Some(parent) = guard.parent() {
         std::fs::create_dir_all(parent)
@@ -181,9 +203,27 @@ pub fn hold(path: &Path) -> Result<Guard, String> {
         .write(true)
         .open(&guard)
         .map_err(|error| format!("cannot open `{}`: {error}", guard.display()))?;
-    file.lock()
-        .map_err(|error| format!("cannot lock `{}`: {error}", guard.display()))?;
-    Ok(Guard { _file: file })
+    let until = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Guard { _file: file }),
+            Err(TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(LOCK_POLL);
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "another toolcage process holds the lock `{}` (an `add`, `update` or \
+                     `remove`, or `serve` fetching its `[[sources]]`); waited {} s: try again \
+                     when it is done",
+                    path.display(),
+                    wait.as_secs_f32()
+                ));
+            }
+            Err(TryLockError::Error(error)) => {
+                return Err(format!("cannot lock `{}`: {error}", guard.display()));
+            }
+        }
+    }
 }
 
 fn guard_path(path: &Path) -> PathBuf {
@@ -306,14 +346,19 @@ mod tests {
             .insert("x".into(), entry(&format!("sha256:{}", "c".repeat(64))));
         lock.write(&path).expect("written");
         assert_eq!(Lock::read(&path), Ok(lock));
-        // A second holder in this process waits: try_lock shows it held.
-        let other = std::fs::OpenOptions::new()
-            .write(true)
-            .open(guard_path(&path))
-            .expect("guard");
-        assert!(other.try_lock().is_err());
+        // A second holder waits a bounded time, then says who holds it.
+        let started = Instant::now();
+        let Err(why) = hold_within(&path, Duration::from_millis(200)) else {
+            panic!("held twice");
+        };
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert!(
+            why.contains("another toolcage process holds the lock") && why.contains("try again"),
+            "{why}"
+        );
         drop(guard);
-        assert!(other.try_lock().is_ok());
+        let again = hold_within(&path, Duration::ZERO).expect("free again");
+        drop(again);
         // Nothing but the lock and its guard is left in the folder.
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .expect("dir")

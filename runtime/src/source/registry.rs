@@ -16,9 +16,13 @@
 //!   (what a registry on this machine serves), as every host request.
 //! - Text a registry sends that reaches a message is bounded and stripped
 //!   of control characters.
+//! - With an overall end ([`Client::until`]), every request's waits and
+//!   whole exchange are cut to what remains of it, so however many
+//!   requests a fetch takes (redirect hops and token requests included),
+//!   none runs past it.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -64,6 +68,8 @@ pub struct Client {
     credential: Option<Found>,
     timeout: Duration,
     deadline: Duration,
+    /// When every request must be over (the whole fetch's end), if set.
+    ends: Option<Instant>,
     /// The `Authorization` value that last worked (a bearer token or
     /// Basic), reused by later requests.
     authorization: Mutex<Option<String>>,
@@ -106,8 +112,26 @@ impl Client {
             credential,
             timeout,
             deadline,
+            ends: None,
             authorization: Mutex::new(None),
         }
+    }
+
+    /// The same client, every request of it over by `ends`: each one's
+    /// waits and whole exchange cut to what remains, and none started
+    /// after it.
+    #[must_use]
+    pub fn until(mut self, ends: Instant) -> Client {
+        self.ends = Some(ends);
+        self
+    }
+
+    /// A `method` request of `url` with the client's timeouts, cut to what
+    /// remains of its overall end.
+    fn request<'a>(&self, method: http::Method, url: &'a str) -> Result<Request<'a>, String> {
+        let (timeout, deadline) = cut(self.timeout, self.deadline, self.ends, Instant::now())
+            .ok_or_else(|| format!("`{}`: no time left for another request", self.registry))?;
+        Ok(Request::new(method, url, timeout).deadline(deadline))
     }
 
     /// A client of `registry` with the credentials the standard places
@@ -293,7 +317,7 @@ impl Client {
             })?;
             crate::outbound::may_follow(&self.origin, &url)
                 .map_err(|why| format!("{what}: the registry redirects to {why}"))?;
-            let mut request = Request::get(&url, self.timeout).deadline(self.deadline);
+            let mut request = self.request(http::Method::GET, &url)?;
             if same_origin(&url, &self.origin)
                 && let Some(authorization) = self.current_authorization()
             {
@@ -460,15 +484,13 @@ impl Client {
         body: Bytes,
     ) -> Result<Response, String> {
         let url = format!("{}{path}", self.origin);
-        let attempt = |authorization: Option<String>| {
-            let mut request = Request::new(method.clone(), &url, self.timeout)
-                .deadline(self.deadline)
-                .body(body.clone());
+        let attempt = async |authorization: Option<String>| {
+            let mut request = self.request(method.clone(), &url)?.body(body.clone());
             request.headers = headers.to_vec();
             if let Some(authorization) = authorization {
                 request = request.header(http::header::AUTHORIZATION, authorization);
             }
-            send(request)
+            send(request).await
         };
         let first = attempt(self.current_authorization()).await?;
         if first.status != http::StatusCode::UNAUTHORIZED {
@@ -565,7 +587,7 @@ impl Client {
                     ("refresh_token", token.as_str()),
                     ("client_id", "toolcage"),
                 ]);
-                Request::new(http::Method::POST, realm, self.timeout)
+                self.request(http::Method::POST, realm)?
                     .header(
                         http::header::CONTENT_TYPE,
                         "application/x-www-form-urlencoded",
@@ -575,11 +597,11 @@ impl Client {
             Some(Found {
                 credential: Credential::Basic { username, secret },
                 ..
-            }) => Request::get(&get_url, self.timeout).header(
+            }) => self.request(http::Method::GET, &get_url)?.header(
                 http::header::AUTHORIZATION,
                 super::credentials::basic_header(username, secret),
             ),
-            None => Request::get(&get_url, self.timeout),
+            None => self.request(http::Method::GET, &get_url)?,
         };
         self.token_from(request, &realm_shown).await
     }
@@ -790,6 +812,24 @@ pub(super) fn resolve(base: &str, location: &str) -> Option<String> {
     Some(format!("{origin}{folder}{location}"))
 }
 
+/// A request's `timeout` (each wait) and `deadline` (the whole exchange),
+/// cut to what remains at `now` of an overall end `ends`; `None` when
+/// nothing remains.
+pub(super) fn cut(
+    timeout: Duration,
+    deadline: Duration,
+    ends: Option<Instant>,
+    now: Instant,
+) -> Option<(Duration, Duration)> {
+    let Some(ends) = ends else {
+        return Some((timeout, deadline));
+    };
+    let left = ends
+        .checked_duration_since(now)
+        .filter(|left| !left.is_zero())?;
+    Some((timeout.min(left), deadline.min(left)))
+}
+
 /// Whether `url` is on `origin` (`scheme://authority`, exactly).
 fn same_origin(url: &str, origin: &str) -> bool {
     url.strip_prefix(origin)
@@ -866,6 +906,26 @@ mod tests {
         assert!(shown.starts_with(": MANIFEST_UNKNOWN no [31m"), "{shown}");
         assert!(shown.chars().count() < 300, "{}", shown.len());
         assert_eq!(registry_error(b"not json"), "");
+    }
+
+    #[test]
+    fn each_request_is_cut_to_what_remains_of_the_whole() {
+        let s = Duration::from_secs;
+        let now = Instant::now();
+        // (timeout, deadline, ends in) -> cut
+        let cases = [
+            (s(30), s(600), None, Some((s(30), s(600)))),
+            (s(30), s(600), Some(s(1000)), Some((s(30), s(600)))),
+            (s(30), s(600), Some(s(100)), Some((s(30), s(100)))),
+            (s(30), s(600), Some(s(3)), Some((s(3), s(3)))),
+            (s(30), s(600), Some(s(0)), None),
+        ];
+        for (timeout, deadline, ends_in, expect) in cases {
+            let ends = ends_in.map(|d| now + d);
+            assert_eq!(cut(timeout, deadline, ends, now), expect, "{ends_in:?}");
+        }
+        // Past the end: nothing left, not a panic.
+        assert_eq!(cut(s(1), s(1), Some(now), now + s(5)), None);
     }
 
     #[test]
