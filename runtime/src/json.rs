@@ -246,7 +246,10 @@ mod tests {
         assert!(MAP_NODE_BYTES >= 700, "{MAP_NODE_BYTES}");
         let wide = format!(
             "{{{}}}",
-            (0..10).map(|i| format!("\"k{i}\":0")).collect::<Vec<_>>().join(",")
+            (0..10)
+                .map(|i| format!("\"k{i}\":0"))
+                .collect::<Vec<_>>()
+                .join(",")
         );
         let cost = NODE_BYTES + 2 * MAP_NODE_BYTES + 10 * (2 + 2 * NODE_BYTES);
         assert!(parse(&wide, cost).is_ok());
