@@ -743,3 +743,34 @@ def test_a_component_with_huge_function_names_is_refused_at_load(setup):
     )
     assert peak_kib < 400 * 1024, peak_kib
     raw.close()
+
+
+def component_with_one_function(body: bytes) -> bytes:
+    """A component holding (and instantiating) one core module whose only
+    function, `[] -> []` without locals, runs the instructions `body`."""
+    code = b"\x00" + body + b"\x0b"  # no locals; the body's `end`
+    module = (
+        b"\0asm\x01\0\0\0"
+        + wasm_section(1, b"\x01\x60\x00\x00")  # one type: [] -> []
+        + wasm_section(3, b"\x01\x00")  # one function of that type
+        + wasm_section(10, b"\x01" + leb128(len(code)) + code)
+    )
+    instance = b"\x01\x00\x00\x00"  # one core instance of module 0, no arguments
+    return b"\0asm\x0d\x00\x01\x00" + wasm_section(1, module) + wasm_section(2, instance)
+
+
+def test_a_component_with_a_function_too_costly_to_compile_is_refused_at_load(setup):
+    """Cranelift's compile time grows faster than the number of branch
+    points in one function: 100,000 nested empty `loop`s (a 300 KB file)
+    took 39 s of CPU and 2.1 GB to compile in a release build, minutes in a
+    debug one. Inspection counts them before compiling and refuses the
+    file, naming the function and the cap; the other tools still load."""
+    setup.add("time")
+    loops = 100_000
+    (setup.tools_dir / "loops.wasm").write_bytes(component_with_one_function(b"\x03\x40" * loops + b"\x0b" * loops))
+    files = {Path(f["file"]).name: f for f in json.loads(setup.run("--json").stdout)["files"]}
+    refused = files["loops.wasm"]
+    assert refused["status"] == "failed", refused
+    assert "core module 0's function 0 has more than 20000 branch points" in refused["error"], refused
+    assert "at most 20000" in refused["error"], refused
+    assert files["time_tool.wasm"]["status"] == "loaded", files["time_tool.wasm"]

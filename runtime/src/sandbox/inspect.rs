@@ -95,6 +95,120 @@ pub(super) fn check_names(bytes: &[u8]) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// The most branch points one function may hold: `loop`, `if`, `else`,
+/// `br`, `br_if`, `br_table`, the `br_on_*` and exception-handling
+/// instructions, each of which starts or ends a block of Cranelift's
+/// control-flow graph. Compile time grows faster than their number in one
+/// function: 50,000 nested `loop`s (a 150 KB file) took 15 s of CPU and
+/// 1.1 GB to compile, 200,000 took 137 s and 4.1 GB; 20,000 take about 5 s
+/// and 460 MB. The largest function found in real components (the
+/// StarlingMonkey interpreter inside every componentize-js component) has
+/// about 7,000; CPython's (componentize-py) about 5,500.
+pub const MAX_FUNCTION_BRANCHES: u32 = 20_000;
+
+/// The most locals one function may declare. Locals live across a loop
+/// cost the register allocator quadratically: 40,000 of them took 5.7 s to
+/// compile, 10,000 0.2 s. Real compilers emit at most a few hundred (594
+/// in the largest found); the validator's own limit is 50,000.
+pub const MAX_FUNCTION_LOCALS: u32 = 10_000;
+
+/// Refuse a component with a core function (in any of its core modules,
+/// nested ones included) that has more than [`MAX_FUNCTION_BRANCHES`]
+/// branch points or [`MAX_FUNCTION_LOCALS`] locals, before compiling it.
+/// One pass over the code sections, no allocation per operator (the
+/// reader's frame stack is reused from function to function); a body that
+/// cannot be read is left to the compiler, which refuses it.
+pub(super) fn check_functions(bytes: &[u8]) -> Result<(), LoadError> {
+    use wasmparser::{Encoding, Operator, OperatorsReader, Parser, Payload, TypeRef};
+    let refuse = |module: u32, function: u32, what: String, cap: u32| {
+        Err(LoadError::NotAComponent(format!(
+            "core module {module}'s function {function} {what}; toolcage compiles functions \
+             with at most {cap} (the compiler's time grows faster than their number)"
+        )))
+    };
+    // The core module being read (counted from 0 in the order of the
+    // file), its imported functions and the bodies read so far: a body's
+    // function index is the imports plus its position.
+    let (mut module, mut imported, mut defined) = (None::<u32>, 0u32, 0u32);
+    let mut allocations = Default::default();
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(Payload::Version {
+                encoding: Encoding::Module,
+                ..
+            }) => {
+                module = Some(module.map_or(0, |m| m + 1));
+                (imported, defined) = (0, 0);
+            }
+            Ok(Payload::ImportSection(imports)) => {
+                for import in imports.into_imports() {
+                    let Ok(import) = import else { break };
+                    if matches!(import.ty, TypeRef::Func(_) | TypeRef::FuncExact(_)) {
+                        imported += 1;
+                    }
+                }
+            }
+            Ok(Payload::CodeSectionEntry(body)) => {
+                let (m, function) = (module.unwrap_or(0), imported + defined);
+                defined += 1;
+                let mut locals = 0u64;
+                if let Ok(reader) = body.get_locals_reader() {
+                    for declared in reader {
+                        let Ok((count, _)) = declared else { break };
+                        locals += u64::from(count);
+                    }
+                }
+                if locals > u64::from(MAX_FUNCTION_LOCALS) {
+                    let what = format!("declares {locals} locals");
+                    return refuse(m, function, what, MAX_FUNCTION_LOCALS);
+                }
+                let Ok(reader) = body.get_binary_reader_for_operators() else {
+                    continue;
+                };
+                let mut operators = OperatorsReader::new_with_allocs(reader, allocations);
+                let mut branches = 0u32;
+                while !operators.eof() {
+                    let Ok(operator) = operators.read() else {
+                        break;
+                    };
+                    if matches!(
+                        operator,
+                        Operator::Loop { .. }
+                            | Operator::If { .. }
+                            | Operator::Else
+                            | Operator::Br { .. }
+                            | Operator::BrIf { .. }
+                            | Operator::BrTable { .. }
+                            | Operator::BrOnNull { .. }
+                            | Operator::BrOnNonNull { .. }
+                            | Operator::BrOnCast { .. }
+                            | Operator::BrOnCastFail { .. }
+                            | Operator::TryTable { .. }
+                            | Operator::Try { .. }
+                            | Operator::Catch { .. }
+                            | Operator::CatchAll
+                            | Operator::Delegate { .. }
+                    ) {
+                        branches += 1;
+                        if branches > MAX_FUNCTION_BRANCHES {
+                            let what = format!(
+                                "has more than {MAX_FUNCTION_BRANCHES} branch points (`loop`, \
+                                 `if`, `else`, `br`, `br_if`, `br_table`, …)"
+                            );
+                            return refuse(m, function, what, MAX_FUNCTION_BRANCHES);
+                        }
+                    }
+                }
+                allocations = operators.into_allocations();
+            }
+            // A file wasmparser cannot read, wasmtime cannot compile.
+            Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Read what `bytes` are, and which imports would not link.
 pub(super) fn inspect(bytes: &[u8]) -> Result<(Inspected, Vec<Missing>), LoadError> {
     check_component_header(bytes)?;
@@ -203,5 +317,81 @@ mod tests {
             panic!("a long module name was not refused");
         };
         assert!(message.contains("module with 65537 bytes"), "{message}");
+    }
+
+    /// A core module importing `imports` functions and defining one whose
+    /// body is `loops` sequential empty loops, with `locals` i32 locals.
+    fn with_function(imports: u32, loops: u32, locals: u32) -> wasm_encoder::Module {
+        use wasm_encoder::{
+            BlockType, CodeSection, EntityType, Function, FunctionSection, ImportSection,
+            Instruction, TypeSection, ValType,
+        };
+        let mut types = TypeSection::new();
+        types.ty().function([], []);
+        let mut import_section = ImportSection::new();
+        for i in 0..imports {
+            import_section.import("host", &format!("f{i}"), EntityType::Function(0));
+        }
+        let mut functions = FunctionSection::new();
+        functions.function(0);
+        let mut body = Function::new([(locals, ValType::I32)]);
+        for _ in 0..loops {
+            body.instruction(&Instruction::Loop(BlockType::Empty));
+            body.instruction(&Instruction::End);
+        }
+        body.instruction(&Instruction::End);
+        let mut code = CodeSection::new();
+        code.function(&body);
+        let mut module = wasm_encoder::Module::new();
+        module.section(&types);
+        if imports > 0 {
+            module.section(&import_section);
+        }
+        module.section(&functions);
+        module.section(&code);
+        module
+    }
+
+    fn refusal(bytes: &[u8]) -> String {
+        match check_functions(bytes) {
+            Err(LoadError::NotAComponent(message)) => message,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn functions_over_the_caps_are_refused_before_compiling() {
+        let at_cap = with_function(0, MAX_FUNCTION_BRANCHES, MAX_FUNCTION_LOCALS);
+        assert!(check_functions(&at_cap.finish()).is_ok());
+
+        let message = refusal(&with_function(2, MAX_FUNCTION_BRANCHES + 1, 0).finish());
+        assert!(
+            message.starts_with("core module 0's function 2 has more than 20000 branch points"),
+            "{message}"
+        );
+        assert!(message.contains("at most 20000"), "{message}");
+
+        let message = refusal(&with_function(0, 0, MAX_FUNCTION_LOCALS + 1).finish());
+        assert!(
+            message.starts_with("core module 0's function 0 declares 10001 locals"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn functions_of_every_core_module_are_checked() {
+        // A component with a harmless core module, then a hostile one.
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&with_function(1, 3, 3)));
+        component.section(&wasm_encoder::ModuleSection(&with_function(
+            1,
+            MAX_FUNCTION_BRANCHES + 1,
+            0,
+        )));
+        let message = refusal(&component.finish());
+        assert!(
+            message.starts_with("core module 1's function 1 has more"),
+            "{message}"
+        );
     }
 }
