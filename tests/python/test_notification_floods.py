@@ -109,6 +109,17 @@ class Inbox:
         stdin.flush()
 
 
+def flood_holds_nothing(raw, inbox, notification: dict, count: int = 100_000) -> None:
+    """Send `notification` `count` times over stdio: the server still
+    answers after them, and its peak memory grew by less than FLOOD_MIB."""
+    inbox.request("ping")
+    peak_before = memory_kib(raw.proc.pid, "VmHWM")
+    inbox.flood(notification, count)
+    assert "result" in inbox.request("ping")
+    grown = (memory_kib(raw.proc.pid, "VmHWM") - peak_before) // 1024
+    assert grown < FLOOD_MIB, f"{count} {notification['method']} took {grown} MiB"
+
+
 def tool_names(reply: dict) -> set[str]:
     assert "result" in reply, reply
     return {tool["name"] for tool in reply["result"]["tools"]}
@@ -120,14 +131,8 @@ def test_a_stdio_flood_of_roots_list_changed_asks_the_client_once_and_holds_noth
     raw.initialize(capabilities={"roots": {"listChanged": True}})
     inbox = Inbox(raw)
     # The roots are asked for after `initialized`; left unanswered.
-    inbox.request("ping")
-    peak_before = memory_kib(raw.proc.pid, "VmHWM")
-
-    inbox.flood(ROOTS_CHANGED, 100_000)
     # Read after every notification: the server still answers.
-    assert "result" in inbox.request("ping")
-    grown = (memory_kib(raw.proc.pid, "VmHWM") - peak_before) // 1024
-    assert grown < FLOOD_MIB, f"100,000 roots/list_changed took {grown} MiB"
+    flood_holds_nothing(raw, inbox, ROOTS_CHANGED)
     # One `roots/list` in flight, however many changes (a second only if
     # the first timed out, after 10 s).
     assert 1 <= len(inbox.roots_asked) <= 2, len(inbox.roots_asked)
@@ -157,13 +162,7 @@ def test_a_stdio_flood_of_initialized_registers_the_session_once(setup):
     raw = RawServer(setup)
     raw.initialize()
     inbox = Inbox(raw)
-    inbox.request("ping")
-    peak_before = memory_kib(raw.proc.pid, "VmHWM")
-
-    inbox.flood(INITIALIZED, 100_000)
-    assert "result" in inbox.request("ping")
-    grown = (memory_kib(raw.proc.pid, "VmHWM") - peak_before) // 1024
-    assert grown < FLOOD_MIB, f"100,000 initialized took {grown} MiB"
+    flood_holds_nothing(raw, inbox, INITIALIZED)
 
     # One reload, one `tools/list_changed`: the session is registered once.
     drop_tool(setup, "greet")
