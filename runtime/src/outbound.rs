@@ -304,10 +304,35 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// An address literal that is never a registry's or a CDN's: link-local
+/// (`169.254.0.0/16`, `fe80::/10`: where clouds serve instance metadata
+/// and credentials) and unspecified (`0.0.0.0/8`, `::`: Linux connects
+/// those to the machine itself), and their IPv4-in-IPv6 forms. Private
+/// ranges are not among them: a registry inside a network may hand out
+/// its own addresses.
+pub fn is_never_remote_literal(host: &str) -> bool {
+    use std::net::IpAddr;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let v4 = |ip: std::net::Ipv4Addr| ip.is_link_local() || ip.octets()[0] == 0;
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => v4(ip),
+        Ok(IpAddr::V6(ip)) => {
+            ip.is_unspecified()
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some_and(v4)
+        }
+        Err(_) => false,
+    }
+}
+
 /// Whether a request that `from` pointed to (a redirect, a token realm)
-/// may go to `to`: never from `https` down to plain `http`, and never from
-/// a remote host to a loopback one, so a remote registry or server cannot
-/// make the host reach services on its own loopback.
+/// may go to `to`: never from `https` down to plain `http`, never from a
+/// remote host to a loopback one or to a link-local or unspecified
+/// address literal ([`is_never_remote_literal`]), so a remote registry or
+/// server cannot make the host reach services on its own loopback or a
+/// cloud's metadata service (`169.254.169.254`). A name that resolves to
+/// such an address, and private addresses, are not caught here (see
+/// `docs/security.md`).
 ///
 /// # Errors
 ///
@@ -326,6 +351,12 @@ pub fn may_follow(from: &str, to: &str) -> Result<(), String> {
     if loopback(to) && !loopback(from) {
         return Err(format!(
             "`{shown}` is on this machine's loopback, named by a remote host; refused"
+        ));
+    }
+    let never_remote = |url: &str| host_of(url).is_some_and(|h| is_never_remote_literal(&h));
+    if never_remote(to) && !never_remote(from) && !loopback(from) {
+        return Err(format!(
+            "`{shown}` is a link-local or unspecified address, named by a remote host; refused"
         ));
     }
     Ok(())
@@ -378,8 +409,18 @@ mod tests {
             ("https://ghcr.io/v2/x", "https://[::1]:8080/b"),
             ("https://ghcr.io/v2/x", "https://localhost/token"),
             ("https://ghcr.io/v2/x", "http://cdn.example/b"),
+            ("https://ghcr.io/v2/x", "https://169.254.169.254/latest/meta-data"),
+            ("https://ghcr.io/v2/x", "https://[fe80::1]/b"),
+            ("https://ghcr.io/v2/x", "https://[::ffff:169.254.169.254]/b"),
+            ("https://ghcr.io/v2/x", "https://0.0.0.0/b"),
+            ("https://ghcr.io/v2/x", "https://[::]/b"),
         ] {
             assert!(may_follow(from, to).is_err(), "{from} -> {to}");
         }
+        // A registry inside a network may point within it (storage by a
+        // private address); a test registry on loopback anywhere.
+        assert!(may_follow("https://registry.corp/v2/x", "https://10.0.0.6/b").is_ok());
+        assert!(may_follow("http://127.0.0.1:5000/v2/x", "https://169.254.1.1/b").is_ok());
+        assert!(may_follow("https://ghcr.io/v2/x", "https://8.8.8.8/b").is_ok());
     }
 }
