@@ -210,7 +210,14 @@ async def test_request_state_of_another_call_or_an_earlier_process_is_refused(se
                 "test_input_required_result_elicitation", {}, input_responses=answer, request_state=stale
             )
         assert restarted.value.code == types.INVALID_PARAMS and "not issued by this server" in restarted.value.message
-        # Answers alone, without state, still work: the question is asked
-        # in this very request.
-        fresh = await client.call_tool("test_input_required_result_elicitation", {}, input_responses=answer)
-        assert text_of(fresh) == "Hello, Eve!"
+        # Answers alone, without state, are not taken: nothing was asked
+        # yet, so the question is put to the client; answered with the state
+        # that asks it, the call runs.
+        fresh = await client.call_tool(
+            "test_input_required_result_elicitation", {}, input_responses=answer, allow_input_required=True
+        )
+        assert list(fresh.input_requests) == ["user_name"]
+        done = await client.call_tool(
+            "test_input_required_result_elicitation", {}, input_responses=answer, request_state=fresh.request_state
+        )
+        assert text_of(done) == "Hello, Eve!"
