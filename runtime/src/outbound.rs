@@ -409,7 +409,10 @@ mod tests {
             ("https://ghcr.io/v2/x", "https://[::1]:8080/b"),
             ("https://ghcr.io/v2/x", "https://localhost/token"),
             ("https://ghcr.io/v2/x", "http://cdn.example/b"),
-            ("https://ghcr.io/v2/x", "https://169.254.169.254/latest/meta-data"),
+            (
+                "https://ghcr.io/v2/x",
+                "https://169.254.169.254/latest/meta-data",
+            ),
             ("https://ghcr.io/v2/x", "https://[fe80::1]/b"),
             ("https://ghcr.io/v2/x", "https://[::ffff:169.254.169.254]/b"),
             ("https://ghcr.io/v2/x", "https://0.0.0.0/b"),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::expand_tilde;
-use super::fields::FieldError;
+use super::fields::{FieldError, range};
 use crate::source::{Digest, Source, check_name};
 
 /// The lock's file name, beside the config.
@@ -111,30 +111,17 @@ pub(super) fn resolve(
         Some(keys) => check_keys(keys.iter().map(path).collect(), "install.keys")?,
         None => Vec::new(),
     };
-    let max_mib = raw.max_component_mib.unwrap_or(DEFAULT_MAX_COMPONENT_MIB);
-    if !(1..=4096).contains(&max_mib) {
-        return Err(FieldError::new(
-            "install.max_component_mib".into(),
-            max_mib.to_string(),
-            "must be between 1 and 4096".into(),
-        ));
-    }
-    let timeout_ms = raw.timeout_ms.unwrap_or(30_000);
-    if !(100..=600_000).contains(&timeout_ms) {
-        return Err(FieldError::new(
-            "install.timeout_ms".into(),
-            timeout_ms.to_string(),
-            "must be between 100 and 600000".into(),
-        ));
-    }
-    let fetch_deadline_ms = raw.fetch_deadline_ms.unwrap_or(DEFAULT_FETCH_DEADLINE_MS);
-    if !(1_000..=86_400_000).contains(&fetch_deadline_ms) {
-        return Err(FieldError::new(
-            "install.fetch_deadline_ms".into(),
-            fetch_deadline_ms.to_string(),
-            "must be between 1000 (a second) and 86400000 (a day)".into(),
-        ));
-    }
+    let max_mib = range("install.max_component_mib", raw.max_component_mib, 1, 4096)?
+        .unwrap_or(DEFAULT_MAX_COMPONENT_MIB);
+    let timeout_ms = range("install.timeout_ms", raw.timeout_ms, 100, 600_000)?.unwrap_or(30_000);
+    // A second to a day.
+    let fetch_deadline_ms = range(
+        "install.fetch_deadline_ms",
+        raw.fetch_deadline_ms,
+        1_000,
+        86_400_000,
+    )?
+    .unwrap_or(DEFAULT_FETCH_DEADLINE_MS);
     let mut entries: Vec<SourceEntry> = Vec::new();
     for (i, raw) in sources.iter().enumerate() {
         let key = |field: &str| format!("sources[{i}].{field}");
