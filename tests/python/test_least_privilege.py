@@ -363,6 +363,31 @@ async def test_a_pinned_tool_keeps_its_version_until_the_operator_moves_the_pin(
                 await anyio.sleep(0.05)
 
 
+async def test_a_pinned_tools_replacement_is_inspected_before_anything_compiles_it(setup):
+    """A new version of a pinned file is refused, but compiled first to say
+    what it would import: that compile skipped the checks made before every
+    other, so a function over the compile caps (25,000 nested loops here;
+    100,000 take minutes of CPU and gigabytes) was compiled anyway. The
+    checks now sit in the compile itself: refused before compiling, nothing
+    cached for it."""
+    from test_hardening import component_with_one_function
+
+    v1 = setup.add("v1", "versioned.wasm")
+    setup.write_config(f'[tools.which_version]\npin = "sha256:{sha256(v1)}"\n')
+    loops = 25_000
+    bomb = component_with_one_function(b"\x03\x40" * loops + b"\x0b" * loops)
+    warnings = Warnings()
+    async with session(setup, LEGACY, logging_callback=warnings.on_log) as c:
+        assert await which(c) == "v1"
+        part = setup.tools_dir / "versioned.part"
+        part.write_bytes(bomb)
+        part.rename(v1)
+        await until(lambda: any("pinned" in w for w in warnings.seen), timeout=300)
+        assert await which(c) == "v1"
+    digest = hashlib.sha256(bomb).hexdigest()
+    assert not [f for f in setup.cache_dir.iterdir() if f.name.startswith(digest)], "the refused file was compiled"
+
+
 @pytest.mark.parametrize("pinned", [False, True], ids=["unpinned", "pinned"])
 async def test_a_new_version_that_imports_more_is_a_capability_change(setup, pinned):
     # greet imports no wasi:http; misbehave (a different build at the same

@@ -91,6 +91,13 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
             MAX_MEMORY_MIB,
         )
             .hash(&mut hasher);
+        // So are the caps checked before compiling (`compile`).
+        (
+            super::inspect::MAX_NAME_BYTES,
+            super::inspect::MAX_FUNCTION_BRANCHES,
+            super::inspect::MAX_FUNCTION_LOCALS,
+        )
+            .hash(&mut hasher);
         format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish())
     };
 
@@ -199,6 +206,12 @@ pub(super) fn compile(
     {
         return Err(LoadError::Compile(message));
     }
+    // What makes compiling (or a trap's backtrace) cost more than the file
+    // warrants is refused before compiling, here, where every compile
+    // passes, and only here: a cached artefact passed them under the same
+    // key, which includes the caps, so a warm start reads no code body.
+    super::inspect::check_names(bytes)?;
+    super::inspect::check_functions(bytes)?;
     let component = match Component::new(engine, bytes) {
         Ok(component) => component,
         Err(error) => {

@@ -314,8 +314,6 @@ impl Sandbox {
     ) -> Result<Loaded, LoadError> {
         // Before compiling: what the file is and whether it can link.
         let (inspected, missing) = inspect(bytes)?;
-        inspect::check_names(bytes)?;
-        inspect::check_functions(bytes)?;
         if let Inspected::Contract(Err(export)) = &inspected {
             return Err(LoadError::UnsupportedContract(export.clone()));
         }
