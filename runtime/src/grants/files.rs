@@ -10,7 +10,9 @@
 //! revision without roots (2026-07-28), gets the grants as configured.
 //!
 //! Each effective root is preopened at its own absolute path, so a path the
-//! model sees in the client works unchanged inside the tool.
+//! model sees in the client works unchanged inside the tool. The sandbox
+//! opens a call's roots ([`open`]) the first time its guest asks for its
+//! preopens, so a call that never touches a file opens no directory.
 //!
 //! Invariants:
 //! - A grant is opened, on every call, at the host path resolved when the
@@ -28,8 +30,6 @@
 //!   grant through `..` or a symlink), never by its path from `/`.
 
 use std::path::{Path, PathBuf};
-
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 /// A directory granted to a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,48 +331,24 @@ fn narrow<'a>(
     narrowed
 }
 
-/// Preopen each of `roots` in the call's WASI context, read-only ones
-/// read-only. A root that cannot be opened is left out (and logged): the
-/// call runs without it.
-pub fn apply(roots: &[EffectiveRoot], wasi: &mut WasiCtxBuilder) {
-    for root in roots {
-        if let Err(error) = preopen(wasi, root) {
-            tracing::warn!(root = %root.path.display(), %error, "cannot open root; the call runs without it");
-        }
-    }
-}
-
-/// Preopen `root` at its own absolute path. The grant is opened at its
-/// host path following no symlink ([`open_grant`]); a root narrower than
-/// its grant is opened beneath it (no `..`, no symlink out). Either is
-/// handed to wasmtime as `/proc/self/fd/N`, which names the opened
-/// directory itself, so nothing can be swapped between the open and
-/// wasmtime's.
-fn preopen(builder: &mut WasiCtxBuilder, root: &EffectiveRoot) -> anyhow::Result<()> {
-    use std::os::fd::AsRawFd as _;
-
-    let guest_path = root
-        .path
-        .to_str()
-        .ok_or_else(|| anyhow::anyhow!("the path is not UTF-8"))?;
-    let perms = match root.mode {
-        Mode::ReadOnly => FsPerms::ReadOnly,
-        Mode::ReadWrite => FsPerms::ReadWrite,
-    };
+/// Open `root` for a call: the grant at its host path following no
+/// symlink ([`open_grant`]), and a root narrower than its grant beneath it
+/// (no `..`, no symlink out). The sandbox opens a call's roots when its
+/// guest first asks for them (`wasi:filesystem/preopens`), so a call that
+/// never touches a file opens none.
+///
+/// # Errors
+///
+/// The grant or the root beneath it cannot be opened (gone, replaced by a
+/// symlink, not a directory).
+pub fn open(root: &EffectiveRoot) -> std::io::Result<std::fs::File> {
     let grant = open_grant(&root.grant_host)?;
     let relative = root.relative();
-    let dir = if relative.as_os_str().is_empty() {
-        grant
+    if relative.as_os_str().is_empty() {
+        Ok(grant)
     } else {
-        cap_primitives::fs::open_dir(&grant, relative)?
-    };
-    builder.preopened_dir(
-        format!("/proc/self/fd/{}", dir.as_raw_fd()),
-        guest_path,
-        perms,
-    )?;
-    // `dir` closes here; wasmtime holds its own descriptor of the directory.
-    Ok(())
+        cap_primitives::fs::open_dir(&grant, relative)
+    }
 }
 
 /// Open the directory at `path` (absolute), following no symbolic link on

@@ -12,8 +12,9 @@
 //!    ([`CallContext`]: the client's roots, its services):
 //!    [`Grants::prepare`] gives [`CallGrants`].
 //! 3. **Apply to the call's store**: the sandbox hands the WASI context
-//!    builder to [`CallGrants::apply`] (files, environment) and keeps the
-//!    rest in the store's state (the network gate, the client services).
+//!    builder to [`CallGrants::apply`] (the environment) and keeps the
+//!    rest in the store's state (the directories, opened when the guest
+//!    first asks for them; the network gate; the client services).
 //!
 //! Adding a grant: a file here with its validated type and its `prepare`
 //! (and `apply`, if the WASI context carries it); one field in [`Grants`]
@@ -186,9 +187,9 @@ impl CallGrants {
     }
 
     /// Give the WASI context what it carries of these grants: the
-    /// directories, preopened, and the environment.
+    /// environment. The directories are not preopened here: the sandbox
+    /// opens them ([`files::open`]) when the guest first asks for them.
     pub fn apply(&self, wasi: &mut WasiCtxBuilder) {
-        files::apply(&self.files, wasi);
         env::apply(&self.env, wasi);
     }
 }

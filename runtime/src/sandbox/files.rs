@@ -39,6 +39,13 @@
 //! (`DT_UNKNOWN`). Types are mapped exactly as wasmtime-wasi maps them
 //! (FIFOs and sockets are `unknown`, as there).
 //!
+//! `get-directories` (`wasi:filesystem/preopens`) is defined here too: the
+//! call's roots are opened when the guest first asks for them, not when
+//! its WASI context is built, so a call that never touches a file opens
+//! nothing, and the opened directory is handed to wasmtime-wasi as it is
+//! (wasmtime-wasi's builder takes only a path, which would have to be
+//! opened again through `/proc/self/fd`).
+//!
 //! Every other filesystem function is wasmtime-wasi's: a descriptor of a
 //! special file can only come from `open-at`, and preopens are the
 //! operator's directories.
@@ -48,12 +55,13 @@ use std::sync::Arc;
 
 use cap_primitives::fs::{FileType, FileTypeExt as _, ReadDir};
 use wasmtime::component::{Linker, Resource, ResourceType};
-use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::{FsPerms, OpenMode};
 
+use crate::grants::files::Mode;
 use crate::grants::handles::HandleLimit;
 
 use super::HostState;
@@ -61,6 +69,9 @@ use super::HostState;
 /// The `wasi:filesystem/types` instance wasmtime-wasi 48 defines (guests
 /// importing any 0.2.x version are linked to it).
 const TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// The `wasi:filesystem/preopens` instance, of the same version.
+const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 
 /// A directory listing in progress: the entries not read yet, and the
 /// descriptor it reads them from (its place among the call's open
@@ -138,8 +149,52 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             Ok((next_entry(&mut listing.entries),))
         },
     )?;
+    linker
+        .instance(PREOPENS)?
+        .func_wrap("get-directories", |mut store, (): ()| {
+            let state: &mut HostState = store.data_mut();
+            state.touch();
+            Ok((get_directories(state)?,))
+        })?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// The call's roots as descriptors, each with the path the guest sees:
+/// opened the first time the guest asks (a call that never touches a file
+/// opens none), then the same directories again, as wasmtime-wasi hands
+/// out clones of the directories it opened when the context was built. A
+/// root that cannot be opened is left out (and logged): the call runs
+/// without it.
+fn get_directories(state: &mut HostState) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+    let preopens = state.preopens.get_or_insert_with(|| {
+        state
+            .grants
+            .files
+            .iter()
+            .filter_map(|root| {
+                let (perms, open_mode) = match root.mode {
+                    Mode::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
+                    Mode::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
+                };
+                let guest_path = root.path.to_str()?.to_owned();
+                match crate::grants::files::open(root) {
+                    // `true`: file operations run inline, as every WASI
+                    // context here is built (`allow_blocking_current_thread`).
+                    Ok(dir) => Some((Dir::new(dir, perms, open_mode, true), guest_path)),
+                    Err(error) => {
+                        tracing::warn!(root = %root.path.display(), %error, "cannot open root; the call runs without it");
+                        None
+                    }
+                }
+            })
+            .collect()
+    });
+    let mut directories = Vec::with_capacity(preopens.len());
+    for (dir, path) in preopens.clone() {
+        directories.push((push(state, Descriptor::Dir(dir))?, path));
+    }
+    Ok(directories)
 }
 
 /// Put `value` in the call's resource table. A full table traps, as

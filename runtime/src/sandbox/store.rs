@@ -52,6 +52,10 @@ pub struct HostState {
     pub(super) asked: [u32; 3],
     /// Whether the guest has called `begin-task`.
     pub(super) began_task: bool,
+    /// The call's roots as opened directories, each with the path the
+    /// guest sees: opened the first time the guest asks for its preopens
+    /// (`files`), from `grants.files`; `None` until then.
+    pub(super) preopens: Option<Vec<(wasmtime_wasi::filesystem::Dir, String)>>,
     /// Whether the guest has called into the host (WASI, HTTP, config
     /// values, the toolcage host) since the store was made. An instance
     /// made ahead of its call must not have: what the call binds at
@@ -136,6 +140,7 @@ impl Run {
             progress_events: 0,
             asked: [0; 3],
             began_task: false,
+            preopens: None,
             touched: false,
         };
         let mut store = Store::new(engine, state);
@@ -171,6 +176,7 @@ impl Run {
         let state = store.data_mut();
         state.wasi = wasi;
         state.grants = grants;
+        state.preopens = None;
         state.events = events;
         state.limiter.memory_limit = limits.memory_bytes;
         store.set_hostcall_fuel(transfer_limit(limits));
