@@ -13,7 +13,7 @@ import mcp.types as types
 import pytest
 from mcp.client.subscriptions import listen
 
-from conftest import ERAS, GUEST_FILES, GUESTS, LEGACY, MODERN, session, text_of
+from conftest import ERAS, GUEST_FILES, GUESTS, LEGACY, MODERN, RawServer, raw_text, session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -304,3 +304,73 @@ async def test_config_changes_apply_to_later_calls_and_bad_ones_are_refused(setu
             while not any("keeping the previous configuration" in w for w in changes.warnings):
                 await anyio.sleep(0.05)
         assert await starved(), "the previous (valid) config stays in force"
+
+
+async def test_the_folder_replaced_within_one_burst_is_watched_again(setup):
+    """Deleted and recreated faster than the debounce: the reload finds a
+    folder where the old one was, but its watch ended with the old one; the
+    new folder is watched, so a tool added later still appears."""
+    setup.add("time")
+    changes = Changes()
+    async with session(setup, LEGACY, message_handler=changes.on_message) as client:
+        assert await names(client)
+        shutil.rmtree(setup.tools_dir)
+        setup.tools_dir.mkdir()
+        await changes.wait_for(1)
+        assert await names(client) == set()
+        # Well after the reload: only a watch on the new folder sees this.
+        await anyio.sleep(1)
+        setup.add("time")
+        await changes.wait_for(2)
+        assert await names(client) == {"get_current_time", "convert_timezone"}
+
+
+# inotify's event bits (<sys/inotify.h>).
+IN_ACCESS, IN_MODIFY, IN_CLOSE_NOWRITE, IN_OPEN = 0x1, 0x2, 0x10, 0x20
+
+
+def inotify_watches(pid: int) -> dict[str, int]:
+    """The server's inotify watches: each watched folder's inode number
+    (as the kernel prints it, hexadecimal) → the events it asks for."""
+    watches = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
+                continue
+            info = open(f"/proc/{pid}/fdinfo/{fd}").read()
+        except OSError:
+            continue
+        for ino, mask in re.findall(r"^inotify wd:\S+ ino:([0-9a-f]+) .*?mask:([0-9a-f]+)", info, re.M):
+            watches[ino] = watches.get(ino, 0) | int(mask, 16)
+    return watches
+
+
+def test_calls_reading_beside_the_tools_folder_raise_no_event(setup):
+    """A root beside the tools folder, in the parent the server watches to
+    see the folder deleted: the kernel is asked for no read or open event
+    anywhere, so the calls that open and read it wake no watcher and queue
+    nothing; the parent is watched for its entries only (not for writes
+    to its files), the tools folder and the config's folder for changes."""
+    data = setup.root / "data"
+    data.mkdir()
+    (data / "a.txt").write_text("hello")
+    setup.add("fs")
+    setup.write_config(f'[defaults]\nroots = [{{ path = "{data}", mode = "ro" }}]\n')
+    setup.config = setup.root / "etc" / "config.toml"
+    setup.config.parent.mkdir()
+    setup.config.write_text(setup.root.joinpath("config.toml").read_text())
+    raw = RawServer(setup)
+    try:
+        raw.initialize()
+        for _ in range(20):
+            assert raw_text(raw.call("read_text_file", {"path": str(data / "a.txt")})) == "hello"
+        watches = inotify_watches(raw.proc.pid)
+        inode = lambda path: format(path.stat().st_ino, "x")
+        assert set(watches) == {inode(setup.tools_dir), inode(setup.root), inode(setup.config.parent)}, watches
+        for mask in watches.values():
+            assert mask & (IN_ACCESS | IN_OPEN | IN_CLOSE_NOWRITE) == 0, hex(mask)
+        assert watches[inode(setup.root)] & IN_MODIFY == 0, "the parent is watched for its entries only"
+        assert watches[inode(setup.tools_dir)] & IN_MODIFY
+        assert watches[inode(setup.config.parent)] & IN_MODIFY
+    finally:
+        raw.close()

@@ -1,7 +1,8 @@
 //! Hot reload: watch the tools folder and the config file, and swap in a
 //! new catalog when they change.
 //!
-//! Events (from `notify`: inotify on Linux) only say "something changed";
+//! Events (inotify's, read without a thread of their own: [`folders`]) only
+//! say "something changed";
 //! each debounced burst triggers one full rescan of the folder, which is
 //! the source of truth. That makes the reload idempotent and immune to lost,
 //! duplicated or reordered events. Rules:
@@ -26,9 +27,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
-use tokio::sync::mpsc;
-
 use crate::Host;
 use crate::catalog;
 use crate::config::Config;
@@ -39,7 +37,10 @@ pub const QUIET: Duration = Duration::from_millis(150);
 /// burst goes on.
 pub const MAX_DELAY: Duration = Duration::from_secs(5);
 
+mod folders;
 pub mod resources;
+
+use folders::{Change, Folders};
 
 /// Keeps the watchers alive; dropping it stops watching.
 pub struct WatchHandle {
@@ -80,27 +81,28 @@ pub struct ReloadSummary {
 ///
 /// The platform watcher cannot be created.
 pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
-    let (tx, rx) = mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-    let mut watcher = notify::recommended_watcher(move |event| {
-        // The receiver only goes away at shutdown.
-        let _ = tx.send(event);
-    })?;
+    // Reloading describes components in the sandbox: on the spill workers
+    // when there are some, never on the thread that reads requests. The
+    // watches are read where the reload runs.
+    let _runtime = host
+        .options
+        .spill
+        .as_ref()
+        .map(tokio::runtime::Handle::enter);
+    let mut folders = Folders::new()?;
     let tools_dir = host.options.tools_dir.clone();
     let config_path = host.options.config.source.clone();
     // The lock (`toolcage add` writes it): a change rescans the folder. Its
     // place is the one the server started with.
     let lock_path = host.options.config.install.lock_file.clone();
     add_watches(
-        &mut watcher,
+        &mut folders,
         &tools_dir,
         [config_path.as_deref(), lock_path.as_deref()],
     );
-    // Reloading describes components in the sandbox: on the spill workers
-    // when there are some, never on the thread that reads requests.
     let reload = run(
         Arc::clone(&host),
-        watcher,
-        rx,
+        folders,
         tools_dir,
         config_path,
         lock_path,
@@ -112,22 +114,25 @@ pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
     Ok(WatchHandle { tasks: vec![task] })
 }
 
-/// Watch the folder, its parent (to see it deleted and recreated), and the
-/// folders of the config file and the lock (editors and `toolcage add`
-/// replace files rather than write them).
-fn add_watches(watcher: &mut RecommendedWatcher, tools_dir: &Path, files: [Option<&Path>; 2]) {
-    let mut targets = vec![tools_dir.to_owned()];
+/// Watch the folder, its parent (only for entries coming and going: to see
+/// the folder deleted and recreated), and the folders of the config file
+/// and the lock (editors and `toolcage add` replace files rather than write
+/// them). Reading a file in any of them (a call opening a root that sits
+/// there) raises no event ([`folders`]).
+fn add_watches(folders: &mut Folders, tools_dir: &Path, files: [Option<&Path>; 2]) {
+    let mut targets = vec![(tools_dir.to_owned(), folders::CONTENTS)];
     if let Some(parent) = tools_dir.parent() {
-        targets.push(parent.to_owned());
+        targets.push((parent.to_owned(), folders::ENTRIES));
     }
     for parent in files.into_iter().flatten().filter_map(Path::parent) {
-        if !targets.iter().any(|t| t == parent) {
-            targets.push(parent.to_owned());
+        match targets.iter_mut().find(|(target, _)| target == parent) {
+            Some((_, mask)) => *mask |= folders::CONTENTS,
+            None => targets.push((parent.to_owned(), folders::CONTENTS)),
         }
     }
-    for target in targets {
+    for (target, mask) in targets {
         if target.is_dir()
-            && let Err(error) = watcher.watch(&target, RecursiveMode::NonRecursive)
+            && let Err(error) = folders.watch(&target, mask)
         {
             tracing::warn!(dir = %target.display(), %error, "cannot watch folder");
         }
@@ -136,64 +141,70 @@ fn add_watches(watcher: &mut RecommendedWatcher, tools_dir: &Path, files: [Optio
 
 async fn run(
     host: Arc<Host>,
-    mut watcher: RecommendedWatcher,
-    mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    mut folders: Folders,
     tools_dir: PathBuf,
     config_path: Option<PathBuf>,
     lock_path: Option<PathBuf>,
 ) {
-    let relevant = |event: &notify::Event| {
-        // Reading a file (as a reload does) raises access events; counting
-        // them would make every reload trigger the next.
-        if matches!(event.kind, notify::EventKind::Access(_)) {
-            return false;
-        }
-        event.paths.iter().any(|path| {
-            path == &tools_dir
-                || config_path.as_deref() == Some(path.as_path())
-                || lock_path.as_deref() == Some(path.as_path())
-                || (path.parent() == Some(tools_dir.as_path())
-                    && path.extension().is_some_and(|ext| ext == "wasm"))
-        })
+    let relevant = |path: &Path| {
+        path == tools_dir
+            || config_path.as_deref() == Some(path)
+            || lock_path.as_deref() == Some(path)
+            || (path.parent() == Some(tools_dir.as_path())
+                && path.extension().is_some_and(|ext| ext == "wasm"))
     };
-    let mut watching_dir = tools_dir.is_dir();
+    // What a batch of events asks for: a rescan, and whether the config
+    // file is among what changed (a lost event may have been it).
+    let burst = |change: Change, rescan: &mut bool, config_touched: &mut bool| match change {
+        Change::Overflow => {
+            tracing::warn!("file watcher queue overflowed; rescanning");
+            *rescan = true;
+            *config_touched = true;
+        }
+        Change::Path(path) if relevant(&path) => {
+            *rescan = true;
+            *config_touched |= config_path.as_deref() == Some(path.as_path());
+        }
+        Change::Path(_) => {}
+    };
     loop {
         // Wait for the first relevant event of a burst.
-        let mut config_touched = false;
-        loop {
-            match rx.recv().await {
-                None => return,
-                Some(Ok(event)) if relevant(&event) => {
-                    config_touched |= touches(&event, config_path.as_deref());
-                    break;
-                }
-                Some(Ok(_)) => {}
-                Some(Err(error)) => tracing::warn!(%error, "file watcher error; rescanning"),
+        let (mut rescan, mut config_touched) = (false, false);
+        while !rescan {
+            if let Err(error) = folders
+                .read(|change| burst(change, &mut rescan, &mut config_touched))
+                .await
+            {
+                // Not expected; rescanning loses nothing, and the pause
+                // keeps an error that persists from becoming a busy loop.
+                tracing::warn!(%error, "file watcher error; rescanning");
+                tokio::time::sleep(QUIET).await;
+                (rescan, config_touched) = (true, true);
             }
         }
-        // Debounce: until quiet, or until the burst has lasted MAX_DELAY.
+        // Debounce: until no relevant event for QUIET, or until the burst
+        // has lasted MAX_DELAY.
         let deadline = tokio::time::Instant::now() + MAX_DELAY;
+        let mut quiet_until = (tokio::time::Instant::now() + QUIET).min(deadline);
         loop {
-            let quiet_until = (tokio::time::Instant::now() + QUIET).min(deadline);
-            match tokio::time::timeout_at(quiet_until, rx.recv()).await {
-                Err(_) => break,
-                Ok(None) => return,
-                Ok(Some(Ok(event))) if relevant(&event) => {
-                    config_touched |= touches(&event, config_path.as_deref());
+            let mut more = false;
+            let read = folders.read(|change| burst(change, &mut more, &mut config_touched));
+            match tokio::time::timeout_at(quiet_until, read).await {
+                Err(_) | Ok(Err(_)) => break,
+                Ok(Ok(())) if more => {
+                    quiet_until = (tokio::time::Instant::now() + QUIET).min(deadline);
                 }
-                Ok(Some(Ok(_))) => {}
-                Ok(Some(Err(_))) => {}
+                Ok(Ok(())) => {}
             }
         }
         let mut summary = reload(&host, config_touched).await;
-        // A deleted folder takes its watch with it. When it is back, watch it
-        // again and rescan: files may have arrived before the watch did.
-        if !tools_dir.is_dir() {
-            watching_dir = false;
-        } else if !watching_dir {
-            match watcher.watch(&tools_dir, RecursiveMode::NonRecursive) {
-                Ok(()) => {
-                    watching_dir = true;
+        // A deleted folder takes its watch with it. When it is back (even
+        // within the burst that deleted it), watch it again and rescan:
+        // files may have arrived before the watch did.
+        if tools_dir.is_dir() {
+            match folders.watch(&tools_dir, folders::CONTENTS) {
+                Ok(false) => {}
+                Ok(true) => {
                     let again = reload(&host, false).await;
                     summary.tools_changed |= again.tools_changed;
                 }
@@ -209,10 +220,6 @@ async fn run(
             "reload"
         );
     }
-}
-
-fn touches(event: &notify::Event, config: Option<&Path>) -> bool {
-    config.is_some_and(|config| event.paths.iter().any(|p| p == config))
 }
 
 /// Rescan the folder (and re-read the config if `config_touched`), swap in

@@ -25,10 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
-use tokio::sync::mpsc;
-
 use crate::Host;
+
+use super::folders::{self, Change, Folders};
 
 /// Most paths watched for resources at once.
 pub const MAX_WATCHED: usize = 256;
@@ -54,73 +53,73 @@ struct Watched {
 ///
 /// The platform watcher cannot be created.
 pub fn watch(host: Arc<Host>) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let (tx, rx) = mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-    let watcher = notify::recommended_watcher(move |event| {
-        let _ = tx.send(event);
-    })?;
-    let task = run(Arc::clone(&host), watcher, rx);
+    // Read where the task runs.
+    let _runtime = host
+        .options
+        .spill
+        .as_ref()
+        .map(tokio::runtime::Handle::enter);
+    let folders = Folders::new()?;
+    let task = run(Arc::clone(&host), folders);
     Ok(match &host.options.spill {
         Some(spill) => spill.spawn(task),
         None => tokio::spawn(task),
     })
 }
 
-async fn run(
-    host: Arc<Host>,
-    mut watcher: RecommendedWatcher,
-    mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
-) {
+async fn run(host: Arc<Host>, mut folders: Folders) {
     let mut watched = Watched::default();
-    refresh(&host, &mut watcher, &mut watched);
+    refresh(&host, &mut folders, &mut watched);
     loop {
         let mut changed = BTreeSet::new();
         tokio::select! {
             () = host.resource_refresh.notified() => {
-                refresh(&host, &mut watcher, &mut watched);
+                refresh(&host, &mut folders, &mut watched);
                 continue;
             }
-            event = rx.recv() => match event {
-                None => return,
-                Some(Ok(event)) => changed.extend(affected(&watched, &event)),
-                Some(Err(error)) => tracing::debug!(%error, "resource file watcher error"),
-            },
+            read = folders.read(|change| affected(&watched, change, &mut changed)) => {
+                if let Err(error) = read {
+                    tracing::debug!(%error, "resource file watcher error");
+                    tokio::time::sleep(QUIET).await;
+                }
+            }
+        }
+        if changed.is_empty() {
+            continue;
         }
         // Debounce: gather the burst.
         loop {
-            match tokio::time::timeout(QUIET, rx.recv()).await {
-                Err(_) => break,
-                Ok(None) => return,
-                Ok(Some(Ok(event))) => changed.extend(affected(&watched, &event)),
-                Ok(Some(Err(_))) => {}
+            let read = folders.read(|change| affected(&watched, change, &mut changed));
+            match tokio::time::timeout(QUIET, read).await {
+                Err(_) | Ok(Err(_)) => break,
+                Ok(Ok(())) => {}
             }
         }
-        if !changed.is_empty() {
-            tracing::debug!(resources = ?changed, "resource files changed");
-            host.notifier.resources_changed(&changed);
-        }
+        tracing::debug!(resources = ?changed, "resource files changed");
+        host.notifier.resources_changed(&changed);
     }
 }
 
-/// The URIs an event touches: those backed by a path it names, or by the
-/// folder a path it names is in.
-fn affected(watched: &Watched, event: &notify::Event) -> BTreeSet<String> {
-    if matches!(event.kind, notify::EventKind::Access(_)) {
-        return BTreeSet::new();
-    }
-    let mut uris = BTreeSet::new();
-    for path in &event.paths {
-        for candidate in [Some(path.as_path()), path.parent()].into_iter().flatten() {
-            if let Some(backed) = watched.paths.get(candidate) {
-                uris.extend(backed.iter().cloned());
-            }
+/// Add to `uris` those a change touches: those backed by the path it names,
+/// or by the folder that path is in; all of them when events were lost.
+fn affected(watched: &Watched, change: Change, uris: &mut BTreeSet<String>) {
+    let path = match change {
+        Change::Path(path) => path,
+        Change::Overflow => {
+            uris.extend(watched.paths.values().flatten().cloned());
+            return;
+        }
+    };
+    for candidate in [Some(path.as_path()), path.parent()].into_iter().flatten() {
+        if let Some(backed) = watched.paths.get(candidate) {
+            uris.extend(backed.iter().cloned());
         }
     }
-    uris
 }
 
 /// Recompute what is watched from the served resources and the current
 /// resource roots, and move the watcher's folders to match.
-fn refresh(host: &Host, watcher: &mut RecommendedWatcher, watched: &mut Watched) {
+fn refresh(host: &Host, folders: &mut Folders, watched: &mut Watched) {
     let roots: Vec<PathBuf> = host
         .dispatcher
         .config()
@@ -153,7 +152,7 @@ fn refresh(host: &Host, watcher: &mut RecommendedWatcher, watched: &mut Watched)
         }
         paths.entry(resolved).or_default().insert(uri.clone());
     }
-    let folders: BTreeSet<PathBuf> = paths
+    let wanted: BTreeSet<PathBuf> = paths
         .keys()
         .filter_map(|path| {
             if path.is_dir() {
@@ -163,17 +162,15 @@ fn refresh(host: &Host, watcher: &mut RecommendedWatcher, watched: &mut Watched)
             }
         })
         .collect();
-    for gone in watched.folders.difference(&folders) {
-        let _ = watcher.unwatch(gone);
+    for gone in watched.folders.difference(&wanted) {
+        folders.unwatch(gone);
     }
     let mut held = BTreeSet::new();
-    for folder in &folders {
-        if watched.folders.contains(folder) {
-            held.insert(folder.clone());
-            continue;
-        }
-        match watcher.watch(folder, RecursiveMode::NonRecursive) {
-            Ok(()) => {
+    for folder in &wanted {
+        // Again for one already watched: a no-op, unless the folder was
+        // replaced since (its watch ended with it).
+        match folders.watch(folder, folders::CONTENTS) {
+            Ok(_) => {
                 held.insert(folder.clone());
             }
             Err(error) => {
