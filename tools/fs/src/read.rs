@@ -53,9 +53,15 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
     Ok((file, meta.len()))
 }
 
-/// Read at most `limit` bytes of `file`; `None` if there is more.
-fn read_capped(file: File, limit: u64, path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let mut bytes = Vec::new();
+/// Read at most `limit` bytes of `file`; `None` if there is more. `size`
+/// (its size when it was opened) sizes the buffer, so a file that did not
+/// grow is read in one read and an end-of-file check, not in reads that
+/// double from a few bytes; it may be wrong (the file may change), and only
+/// `limit` bounds what is read.
+fn read_capped(file: File, size: u64, limit: u64, path: &Path) -> Result<Option<Vec<u8>>, String> {
+    // One byte over, so the end-of-file read has room; never over the limit.
+    let capacity = usize::try_from(size.min(limit) + 1).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(capacity);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| io_error("read", path, &e))?;
@@ -79,7 +85,7 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     if size > limit {
         return Err(too_big(path, size, limit, hint));
     }
-    match read_capped(file, limit, path)? {
+    match read_capped(file, size, limit, path)? {
         Some(bytes) => Ok(lossy(bytes)),
         None => Err(too_big(path, limit + 1, limit, hint)),
     }
@@ -92,7 +98,7 @@ pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String
     if size > limit {
         return Err(too_big(path, size, limit, hint));
     }
-    read_capped(file, limit, path)?.ok_or_else(|| too_big(path, limit + 1, limit, hint))
+    read_capped(file, size, limit, path)?.ok_or_else(|| too_big(path, limit + 1, limit, hint))
 }
 
 fn lossy(bytes: Vec<u8>) -> String {
