@@ -13,12 +13,19 @@
 //! 2. **sandbox**: `Sandbox::call` on the loaded component: a fresh store
 //!    and instance with the tool's limits, WASI context with the root
 //!    preopened, the guest's code, the result read back out of the guest.
-//! 3. **dispatcher**: `Dispatcher::call`, what the protocol layer calls for
-//!    a `tools/call`: 2. plus the registry lookup, input-schema validation,
-//!    permits, output checks and the audit record.
+//! 3. **ready**: the same `Sandbox::call`, on an instance made ahead of it
+//!    (`Sandbox::make_ready`, untimed, as the server does after the previous
+//!    call): binding the call's grants and limits to it, the guest's code,
+//!    the result. What a call waits for when its instance is ready, which
+//!    it is for calls one at a time; its teardown is after the result in
+//!    both this and the server.
+//! 4. **dispatcher**: `Dispatcher::call`, what the protocol layer calls for
+//!    a `tools/call`: 2. or 3. plus the registry lookup, input-schema
+//!    validation, permits, output checks and the audit record.
 //!
-//! The sandbox's own cost is 2 − 1; toolcage's whole in-process cost per
-//! call is 3 − 1. Neither includes MCP encoding or a transport (the
+//! The sandbox's own cost is 2 − 1 with a fresh instance made on the call's
+//! path, 3 − 1 with one made ahead; toolcage's whole in-process cost per
+//! call is 4 − 1. Neither includes MCP encoding or a transport (the
 //! `latency` benchmark has those). The host is loaded with the defaults of
 //! `toolcage serve` (fuel metering on, default limits), `--root` granted
 //! read-only, and a compile cache folder so a second run is warm. Before
@@ -69,16 +76,18 @@ pub struct NativePlan {
 enum Way {
     Native,
     Sandbox,
+    Ready,
     Dispatcher,
 }
 
-const WAYS: [Way; 3] = [Way::Native, Way::Sandbox, Way::Dispatcher];
+const WAYS: [Way; 4] = [Way::Native, Way::Sandbox, Way::Ready, Way::Dispatcher];
 
 impl Way {
     fn label(self) -> &'static str {
         match self {
             Way::Native => "native",
             Way::Sandbox => "sandbox",
+            Way::Ready => "ready",
             Way::Dispatcher => "dispatcher",
         }
     }
@@ -102,7 +111,7 @@ pub fn run(plan: NativePlan) -> anyhow::Result<()> {
 }
 
 /// Per run, per operation, per way (in `WAYS` order): the latency summary.
-type Runs = Vec<Vec<[Latency; 3]>>;
+type Runs = Vec<Vec<[Latency; 4]>>;
 
 /// Everything one operation needs, resolved once.
 struct Prepared {
@@ -223,9 +232,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                 }
                 Ok(nanos(elapsed))
             }
-            Way::Sandbox => {
-                let start = Instant::now();
-                let text = Value::Object(op.arguments.clone()).to_string();
+            Way::Sandbox | Way::Ready => {
                 let tool = host
                     .registry
                     .snapshot()
@@ -233,10 +240,18 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     .get(&op.name)
                     .cloned()
                     .context("the tool went away")?;
+                let component = &tool.component.prepared;
+                if way == Way::Ready {
+                    host.sandbox
+                        .make_ready(component, &op.policy.limits, false)
+                        .await;
+                }
+                let start = Instant::now();
+                let text = Value::Object(op.arguments.clone()).to_string();
                 let report = host
                     .sandbox
                     .call(
-                        &tool.component.prepared,
+                        component,
                         CallSpec {
                             name: &op.name,
                             arguments: &text,
@@ -255,6 +270,8 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                     )
                     .await;
                 let elapsed = start.elapsed();
+                // The instance and its store are torn down here, untimed:
+                // the server does it after the reply.
                 if let Err(failure) = report.outcome {
                     bail!("`{}` in the sandbox failed: {failure}", op.name);
                 }
@@ -269,7 +286,7 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
     for run in 0..plan.runs {
         let mut per_op = Vec::new();
         for op in &prepared {
-            let mut summaries = [None; 3];
+            let mut summaries = [None; 4];
             // Rotate which way goes first, so none always follows the same one.
             for k in 0..WAYS.len() {
                 let index = (k + run as usize) % WAYS.len();
@@ -282,10 +299,10 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
                 }
                 summaries[index] = Latency::from_samples(&mut samples);
             }
-            let [Some(native), Some(sandbox), Some(dispatcher)] = summaries else {
+            let [Some(native), Some(sandbox), Some(ready), Some(dispatcher)] = summaries else {
                 bail!("a way was not measured");
             };
-            per_op.push([native, sandbox, dispatcher]);
+            per_op.push([native, sandbox, ready, dispatcher]);
         }
         runs.push(per_op);
     }
@@ -327,7 +344,8 @@ fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
                     "arguments": arguments,
                     "ways": ways,
                     "sandbox_overhead_p50_us": round1(m[1].0 - m[0].0),
-                    "toolcage_overhead_p50_us": round1(m[2].0 - m[0].0),
+                    "ready_overhead_p50_us": round1(m[2].0 - m[0].0),
+                    "toolcage_overhead_p50_us": round1(m[3].0 - m[0].0),
                 })
             })
             .collect();
@@ -367,7 +385,9 @@ fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
     }
     println!(
         "\nsandbox − native: the sandbox's own cost (fresh instance, WASI, guest code, \
-         copying in and out); dispatcher − native: toolcage's whole in-process cost"
+         copying in and out); ready − native: the same on an instance made ahead \
+         (what a call one at a time waits for); dispatcher − native: toolcage's whole \
+         in-process cost"
     );
     Ok(())
 }
