@@ -233,16 +233,19 @@ mod tests {
     #[tokio::test]
     async fn reading_a_file_raises_nothing_and_writing_one_does() {
         let dir = tempdir();
-        std::fs::write(dir.join("a.wasm"), b"x").unwrap();
-        let mut folders = Folders::new().unwrap();
-        assert!(folders.watch(&dir, CONTENTS).unwrap());
-        assert!(!folders.watch(&dir, CONTENTS).unwrap(), "already watched");
+        std::fs::write(dir.join("a.wasm"), b"x").expect("file system");
+        let mut folders = Folders::new().expect("inotify");
+        assert!(folders.watch(&dir, CONTENTS).expect("watch"));
+        assert!(
+            !folders.watch(&dir, CONTENTS).expect("watch"),
+            "already watched"
+        );
         for _ in 0..100 {
-            std::fs::read(dir.join("a.wasm")).unwrap();
-            std::fs::read_dir(&dir).unwrap().for_each(drop);
+            std::fs::read(dir.join("a.wasm")).expect("file system");
+            std::fs::read_dir(&dir).expect("file system").for_each(drop);
         }
         assert_eq!(pending(&mut folders).await, []);
-        std::fs::write(dir.join("a.wasm"), b"y").unwrap();
+        std::fs::write(dir.join("a.wasm"), b"y").expect("file system");
         let changes = pending(&mut folders).await;
         assert!(!changes.is_empty());
         assert!(
@@ -251,21 +254,21 @@ mod tests {
                 .all(|change| *change == Change::Path(dir.join("a.wasm"))),
             "{changes:?}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).expect("file system");
     }
 
     #[tokio::test]
     async fn an_entries_watch_sees_a_folder_come_and_go_not_its_writes() {
         let parent = tempdir();
-        let mut folders = Folders::new().unwrap();
-        folders.watch(&parent, ENTRIES).unwrap();
-        std::fs::write(parent.join("config.toml"), b"").unwrap();
+        let mut folders = Folders::new().expect("inotify");
+        folders.watch(&parent, ENTRIES).expect("watch");
+        std::fs::write(parent.join("config.toml"), b"").expect("file system");
         let created = pending(&mut folders).await;
         assert_eq!(created, [Change::Path(parent.join("config.toml"))]);
-        std::fs::write(parent.join("config.toml"), b"x").unwrap();
+        std::fs::write(parent.join("config.toml"), b"x").expect("file system");
         assert_eq!(pending(&mut folders).await, [], "contents are not watched");
-        std::fs::create_dir(parent.join("tools")).unwrap();
-        std::fs::remove_dir(parent.join("tools")).unwrap();
+        std::fs::create_dir(parent.join("tools")).expect("file system");
+        std::fs::remove_dir(parent.join("tools")).expect("file system");
         assert_eq!(
             pending(&mut folders).await,
             [
@@ -273,44 +276,44 @@ mod tests {
                 Change::Path(parent.join("tools"))
             ]
         );
-        std::fs::remove_dir_all(&parent).unwrap();
+        std::fs::remove_dir_all(&parent).expect("file system");
     }
 
     #[tokio::test]
     async fn a_replaced_folder_is_watched_again_at_its_path() {
         let dir = tempdir();
-        let mut folders = Folders::new().unwrap();
-        folders.watch(&dir, CONTENTS).unwrap();
-        std::fs::remove_dir(&dir).unwrap();
+        let mut folders = Folders::new().expect("inotify");
+        folders.watch(&dir, CONTENTS).expect("watch");
+        std::fs::remove_dir(&dir).expect("file system");
         let gone = pending(&mut folders).await;
         assert!(gone.contains(&Change::Path(dir.clone())), "{gone:?}");
         assert!(
             !folders.is_watching(&dir),
             "the watch ended with the folder"
         );
-        std::fs::create_dir(&dir).unwrap();
-        assert!(folders.watch(&dir, CONTENTS).unwrap(), "a new watch");
-        std::fs::write(dir.join("b.wasm"), b"").unwrap();
+        std::fs::create_dir(&dir).expect("file system");
+        assert!(folders.watch(&dir, CONTENTS).expect("watch"), "a new watch");
+        std::fs::write(dir.join("b.wasm"), b"").expect("file system");
         assert!(
             pending(&mut folders)
                 .await
                 .contains(&Change::Path(dir.join("b.wasm")))
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).expect("file system");
     }
 
     #[tokio::test]
     async fn an_overflowed_queue_is_one_overflow() {
         let dir = tempdir();
-        let mut folders = Folders::new().unwrap();
-        folders.watch(&dir, CONTENTS).unwrap();
+        let mut folders = Folders::new().expect("inotify");
+        folders.watch(&dir, CONTENTS).expect("watch");
         let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
             .ok()
             .and_then(|text| text.trim().parse().ok())
             .unwrap_or(16384);
         // Distinct names, so the kernel cannot merge them.
         for i in 0..=limit {
-            std::fs::File::create(dir.join(format!("{i}"))).unwrap();
+            std::fs::File::create(dir.join(format!("{i}"))).expect("file system");
         }
         let mut overflows = 0;
         let mut paths = 0;
@@ -323,14 +326,14 @@ mod tests {
             .await
             {
                 Err(_) => break,
-                Ok(result) => result.unwrap(),
+                Ok(result) => result.expect("read"),
             }
             overflows += changes.iter().filter(|c| **c == Change::Overflow).count();
             paths += changes.len();
         }
         assert_eq!(overflows, 1);
         assert!(paths <= limit + 1, "the kernel's queue is the bound");
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).expect("file system");
     }
 
     fn tempdir() -> PathBuf {
@@ -342,7 +345,7 @@ mod tests {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).expect("file system");
         dir
     }
 }
