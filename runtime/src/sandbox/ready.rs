@@ -14,8 +14,11 @@
 //!   host (a constructor reading its environment or preopens) never gets
 //!   ready instances: its calls instantiate inline, with their grants bound
 //!   from the start, as before. Nor does one whose instantiation is not
-//!   cheap ([`MAX_INSTANTIATION`]): there, making the next instance while a
-//!   call runs slows that call more than it saves the next.
+//!   cheap ([`MAX_INSTANTIATION`], [`SLOW_STRIKES`] times in a row): there,
+//!   making the next instance while a call runs slows that call more than
+//!   it saves the next. One slow instantiation proves nothing (the first
+//!   of a slot faults its pages in; on a busy machine any can be
+//!   preempted), and a verdict is for the component's lifetime.
 //! - Bounded: at most `server.ready_instances` ready instances exist at
 //!   once across all components (the engine's instance pool has slots for
 //!   them beside the calls' own; 0 turns them off), at most [`PER_COMPONENT`] per component, and only
@@ -26,7 +29,7 @@
 //!   limit; its instantiation's fuel counts against the call's.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use wasmtime::component::Instance;
 
@@ -44,6 +47,13 @@ const PER_COMPONENT: usize = 2;
 /// contends with that call for the same memory (measured: +35% and +7% on
 /// the median `word_count` of the Python and JavaScript SDK examples).
 pub(super) const MAX_INSTANTIATION: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// How many instantiations in a row over [`MAX_INSTANTIATION`] make a
+/// component's instantiation "not cheap". A single one did, before: the
+/// first instantiation of a fresh slot, or one preempted on a busy
+/// machine, took a component's ready instances away for good (measured:
+/// 2.8 ms for the bundled fs tool's first, under load, against ~10 µs).
+pub(super) const SLOW_STRIKES: u32 = 3;
 
 /// An instance made ahead of its call, in its own store.
 pub(super) struct Ready {
@@ -63,9 +73,11 @@ pub(super) enum ReadyInstance {
 #[derive(Default)]
 pub(super) struct Pool {
     ready: Mutex<Vec<Ready>>,
-    /// Cleared for good when an instantiation of the component calls into
-    /// the host.
+    /// Set for good when an instantiation of the component calls into the
+    /// host, or [`SLOW_STRIKES`] in a row are slow.
     ineligible: AtomicBool,
+    /// Slow instantiations in a row (a cheap one starts the count again).
+    slow: AtomicU32,
 }
 
 impl Pool {
@@ -93,17 +105,7 @@ impl Pool {
         slot: tokio::sync::OwnedSemaphorePermit,
         took: std::time::Duration,
     ) {
-        let why = if run.touched() {
-            Some("the component calls the host while it is instantiated")
-        } else if took > MAX_INSTANTIATION {
-            Some("instantiating the component is not cheap")
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            if !self.ineligible.swap(true, Ordering::Relaxed) {
-                tracing::debug!(?took, "{why}; its calls instantiate inline");
-            }
+        if self.rule_out(run.touched(), took) {
             return;
         }
         let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
@@ -114,5 +116,65 @@ impl Pool {
                 _slot: slot,
             });
         }
+    }
+
+    /// Whether an instantiation that `touched` the host, or took `took`,
+    /// rules the component out of ready instances (for good, once it
+    /// does).
+    fn rule_out(&self, touched: bool, took: std::time::Duration) -> bool {
+        let why = if self.ineligible.load(Ordering::Relaxed) {
+            return true;
+        } else if touched {
+            "the component calls the host while it is instantiated"
+        } else if took <= MAX_INSTANTIATION {
+            self.slow.store(0, Ordering::Relaxed);
+            return false;
+        } else if self.slow.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STRIKES {
+            "instantiating the component is not cheap"
+        } else {
+            // Slow this once: the instance is made, so it serves.
+            return false;
+        };
+        if !self.ineligible.swap(true, Ordering::Relaxed) {
+            tracing::debug!(?took, "{why}; its calls instantiate inline");
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAST: std::time::Duration = std::time::Duration::from_micros(20);
+    const SLOW: std::time::Duration = std::time::Duration::from_millis(3);
+
+    #[test]
+    fn one_slow_instantiation_is_not_a_verdict() {
+        let pool = Pool::default();
+        for _ in 0..10 {
+            // A cold slot, a preemption: then cheap again.
+            for _ in 1..SLOW_STRIKES {
+                assert!(!pool.rule_out(false, SLOW));
+            }
+            assert!(!pool.rule_out(false, FAST));
+        }
+        assert!(pool.wants_more());
+    }
+
+    #[test]
+    fn slow_every_time_or_touching_the_host_rules_out() {
+        let pool = Pool::default();
+        let verdicts: Vec<bool> = (0..SLOW_STRIKES)
+            .map(|_| pool.rule_out(false, SLOW))
+            .collect();
+        assert_eq!(verdicts.last(), Some(&true));
+        assert!(!verdicts[..verdicts.len() - 1].contains(&true));
+        assert!(!pool.wants_more());
+        assert!(pool.rule_out(false, FAST), "for good");
+
+        let touching = Pool::default();
+        assert!(touching.rule_out(true, FAST));
+        assert!(!touching.wants_more());
     }
 }
