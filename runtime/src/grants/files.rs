@@ -15,9 +15,9 @@
 //! preopens, so a call that never touches a file opens no directory.
 //!
 //! Invariants:
-//! - A grant is opened, on every call, at the host path resolved when the
-//!   config was loaded ([`resolve_hosts`]), and that open follows no
-//!   symbolic link at all (`RESOLVE_NO_SYMLINKS`). A tool with write access
+//! - A grant is opened, on every call that uses it, at the host path
+//!   resolved when the config was loaded ([`resolve_hosts`]), and that
+//!   open follows no symbolic link at all (`RESOLVE_NO_SYMLINKS`). A tool with write access
 //!   to one grant can rename a directory and put a symlink in its place;
 //!   if that directory, or one of its parents, is another grant (nested
 //!   grants, of one tool or of two), a grant opened by following its path

@@ -177,11 +177,14 @@ fn get_directories(state: &mut HostState) -> wasmtime::Result<Vec<(Resource<Desc
                     Mode::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
                     Mode::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
                 };
-                let guest_path = root.path.to_str()?.to_owned();
+                let Some(guest_path) = root.path.to_str() else {
+                    tracing::warn!(root = %root.path.display(), "cannot give a root whose path is not UTF-8; the call runs without it");
+                    return None;
+                };
                 match crate::grants::files::open(root) {
                     // `true`: file operations run inline, as every WASI
                     // context here is built (`allow_blocking_current_thread`).
-                    Ok(dir) => Some((Dir::new(dir, perms, open_mode, true), guest_path)),
+                    Ok(dir) => Some((Dir::new(dir, perms, open_mode, true), guest_path.to_owned())),
                     Err(error) => {
                         tracing::warn!(root = %root.path.display(), %error, "cannot open root; the call runs without it");
                         None

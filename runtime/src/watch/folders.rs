@@ -76,14 +76,15 @@ pub struct Folders {
 }
 
 impl Folders {
-    /// An inotify instance with no watch, registered with the current
-    /// runtime's reactor: call it within the runtime that reads it.
+    /// An inotify instance with no watch, registered with the reactor of
+    /// `runtime` (the one its reader runs on), else of the current one.
     ///
     /// # Errors
     ///
     /// The process or user has no inotify instance left
     /// (`fs.inotify.max_user_instances`), or the reactor refuses it.
-    pub fn new() -> io::Result<Self> {
+    pub fn new(runtime: Option<&tokio::runtime::Handle>) -> io::Result<Self> {
+        let _entered = runtime.map(tokio::runtime::Handle::enter);
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
         // SAFETY: the `AsyncFd` owns the descriptor (an `OwnedFd`, which
         // closes it only when dropped with it) and nothing else can close or
@@ -234,7 +235,7 @@ mod tests {
     async fn reading_a_file_raises_nothing_and_writing_one_does() {
         let dir = tempdir();
         std::fs::write(dir.join("a.wasm"), b"x").expect("file system");
-        let mut folders = Folders::new().expect("inotify");
+        let mut folders = Folders::new(None).expect("inotify");
         assert!(folders.watch(&dir, CONTENTS).expect("watch"));
         assert!(
             !folders.watch(&dir, CONTENTS).expect("watch"),
@@ -260,7 +261,7 @@ mod tests {
     #[tokio::test]
     async fn an_entries_watch_sees_a_folder_come_and_go_not_its_writes() {
         let parent = tempdir();
-        let mut folders = Folders::new().expect("inotify");
+        let mut folders = Folders::new(None).expect("inotify");
         folders.watch(&parent, ENTRIES).expect("watch");
         std::fs::write(parent.join("config.toml"), b"").expect("file system");
         let created = pending(&mut folders).await;
@@ -282,7 +283,7 @@ mod tests {
     #[tokio::test]
     async fn a_replaced_folder_is_watched_again_at_its_path() {
         let dir = tempdir();
-        let mut folders = Folders::new().expect("inotify");
+        let mut folders = Folders::new(None).expect("inotify");
         folders.watch(&dir, CONTENTS).expect("watch");
         std::fs::remove_dir(&dir).expect("file system");
         let gone = pending(&mut folders).await;
@@ -305,32 +306,24 @@ mod tests {
     #[tokio::test]
     async fn an_overflowed_queue_is_one_overflow() {
         let dir = tempdir();
-        let mut folders = Folders::new().expect("inotify");
+        let mut folders = Folders::new(None).expect("inotify");
         folders.watch(&dir, CONTENTS).expect("watch");
         let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
             .ok()
             .and_then(|text| text.trim().parse().ok())
             .unwrap_or(16384);
+        if limit > 1 << 20 {
+            // A machine tuned for huge queues: filling one would take minutes.
+            eprintln!("fs.inotify.max_queued_events is {limit}; not filled");
+            return;
+        }
         // Distinct names, so the kernel cannot merge them.
         for i in 0..=limit {
             std::fs::File::create(dir.join(format!("{i}"))).expect("file system");
         }
-        let mut overflows = 0;
-        let mut paths = 0;
-        loop {
-            let mut changes = Vec::new();
-            match tokio::time::timeout(
-                std::time::Duration::from_millis(200),
-                folders.read(|change| changes.push(change)),
-            )
-            .await
-            {
-                Err(_) => break,
-                Ok(result) => result.expect("read"),
-            }
-            overflows += changes.iter().filter(|c| **c == Change::Overflow).count();
-            paths += changes.len();
-        }
+        let changes = pending(&mut folders).await;
+        let overflows = changes.iter().filter(|c| **c == Change::Overflow).count();
+        let paths = changes.len();
         assert_eq!(overflows, 1);
         assert!(paths <= limit + 1, "the kernel's queue is the bound");
         std::fs::remove_dir_all(&dir).expect("file system");

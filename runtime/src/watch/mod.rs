@@ -84,12 +84,7 @@ pub fn watch(host: Arc<Host>) -> anyhow::Result<WatchHandle> {
     // Reloading describes components in the sandbox: on the spill workers
     // when there are some, never on the thread that reads requests. The
     // watches are read where the reload runs.
-    let _runtime = host
-        .options
-        .spill
-        .as_ref()
-        .map(tokio::runtime::Handle::enter);
-    let mut folders = Folders::new()?;
+    let mut folders = Folders::new(host.options.spill.as_ref())?;
     let tools_dir = host.options.tools_dir.clone();
     let config_path = host.options.config.source.clone();
     // The lock (`toolcage add` writes it): a change rescans the folder. Its

@@ -54,12 +54,7 @@ struct Watched {
 /// The platform watcher cannot be created.
 pub fn watch(host: Arc<Host>) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     // Read where the task runs.
-    let _runtime = host
-        .options
-        .spill
-        .as_ref()
-        .map(tokio::runtime::Handle::enter);
-    let folders = Folders::new()?;
+    let folders = Folders::new(host.options.spill.as_ref())?;
     let task = run(Arc::clone(&host), folders);
     Ok(match &host.options.spill {
         Some(spill) => spill.spawn(task),
