@@ -40,11 +40,13 @@ mod events;
 mod notify;
 mod request;
 mod roots;
+mod session;
 mod shape;
 mod tasks;
 
 pub use direct::DirectCall;
 pub use notify::{ListKind, Notifier};
+pub use session::{CLOSED_DRAIN, STOPPED_DRAIN, SessionCalls};
 pub use shape::{to_mcp_result, to_mcp_tool};
 pub use tasks::Tasks;
 
@@ -142,6 +144,14 @@ impl McpServer {
             return None;
         }
         Some(self.client_roots.current(peer).await)
+    }
+
+    /// The client of `peer` said its roots changed: calls from now on wait
+    /// for roots read after this.
+    pub(super) fn roots_changed(&self, peer: &Peer<RoleServer>) {
+        if declares_roots(peer) {
+            self.client_roots.changed(peer);
+        }
     }
 
     /// The minimum level of guest log messages this request's client wants,
@@ -607,9 +617,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
-        if declares_roots(&ctx.peer) {
-            self.client_roots.changed(&ctx.peer);
-        }
+        self.roots_changed(&ctx.peer);
     }
 
     async fn set_level(

@@ -33,7 +33,7 @@ use tokio::sync::{Mutex, mpsc};
 use super::shutdown_signal;
 use crate::Host;
 use crate::config::StdioLimits;
-use crate::protocol::McpServer;
+use crate::protocol::{CLOSED_DRAIN, McpServer, STOPPED_DRAIN, SessionCalls};
 
 /// This transport's name in the journal.
 pub const NAME: &str = "stdio";
@@ -65,10 +65,13 @@ pub async fn serve(host: &Host) -> anyhow::Result<()> {
         Arc::clone(&host.tasks),
         NAME,
     );
-    let transport = LineTransport::stdio(Admission::new(
-        host.options.config.stdio,
-        Arc::clone(&host.request_budget),
-    ));
+    // Plain `tools/call`s are run beside rmcp's loop once it has started
+    // the session (`protocol::session`).
+    let calls = Arc::new(SessionCalls::new(server.clone()));
+    let transport = LineTransport::stdio(
+        Admission::new(host.options.config.stdio, Arc::clone(&host.request_budget)),
+        Some(Arc::clone(&calls)),
+    );
     let running = tokio::select! {
         running = server.serve(transport) => running,
         () = shutdown_signal() => {
@@ -84,6 +87,7 @@ pub async fn serve(host: &Host) -> anyhow::Result<()> {
         }
         Err(error) => return Err(error).context("MCP session failed to start"),
     };
+    calls.open(running.peer().clone());
     let session = running.cancellation_token();
     // The calls are stopped inside the signal's branch, before `select!`
     // drops the session (which cancels every request on its own), so they
@@ -93,13 +97,16 @@ pub async fn serve(host: &Host) -> anyhow::Result<()> {
         host.dispatcher.stop_calls();
     };
     let reason = tokio::select! {
-        reason = running.waiting() => reason.context("MCP session failed")?,
+        reason = running.waiting() => reason,
         () = signalled => {
             tracing::info!("signal received; ending the session");
             session.cancel();
+            calls.close(STOPPED_DRAIN).await;
             return Ok(());
         }
     };
+    calls.close(CLOSED_DRAIN).await;
+    let reason = reason.context("MCP session failed")?;
     tracing::info!(?reason, "MCP session ended");
     Ok(())
 }
@@ -231,7 +238,7 @@ impl LineTransport {
     /// runtime's own threads: `tokio::io::stdin`/`stdout` do every read and
     /// write on the blocking pool, a thread hand-off each way per message.
     /// Anything else (a terminal, a file, a socket) goes through those.
-    pub fn stdio(admission: Admission) -> Self {
+    pub fn stdio(admission: Admission, calls: Option<Arc<SessionCalls>>) -> Self {
         let reader: Box<dyn AsyncRead + Send + Unpin> = match pipe_reader() {
             Some(pipe) => Box::new(pipe),
             None => Box::new(tokio::io::stdin()),
@@ -240,14 +247,16 @@ impl LineTransport {
             Some(pipe) => Box::new(pipe),
             None => Box::new(tokio::io::stdout()),
         };
-        LineTransport::new(reader, writer, admission)
+        LineTransport::new(reader, writer, admission, calls)
     }
 
-    /// Over any reader and writer (tests use pipes).
+    /// Over any reader and writer (tests use pipes). The `tools/call`s
+    /// `calls` takes are run there, the rest go to rmcp.
     pub fn new(
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
         admission: Admission,
+        calls: Option<Arc<SessionCalls>>,
     ) -> Self {
         let admission = Arc::new(admission);
         let writer: Writer = Arc::new(Out {
@@ -259,20 +268,33 @@ impl LineTransport {
         let replies = Arc::clone(&writer);
         let gate = Arc::clone(&admission);
         tokio::spawn(async move {
+            let input = Input {
+                gate,
+                tx,
+                calls,
+                replies,
+            };
+            let gate = &input.gate;
+            let replies = &input.replies;
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             loop {
                 gate.ready().await;
                 line.clear();
                 match read_line(&mut reader, &mut line).await {
-                    Ok(LineRead::Eof) | Err(_) => break,
+                    Ok(LineRead::Eof) | Err(_) => {
+                        if let Some(calls) = &input.calls {
+                            calls.input_closed();
+                        }
+                        break;
+                    }
                     Ok(LineRead::TooLong) => {
                         let reply = error_reply(
                             Value::Null,
                             -32600,
                             &format!("message longer than {MAX_LINE_BYTES} bytes"),
                         );
-                        if write_line(&replies, &reply).await.is_err() {
+                        if write_line(replies, &reply).await.is_err() {
                             break;
                         }
                         continue;
@@ -292,7 +314,7 @@ impl LineTransport {
                 // The usual case, a valid message, is parsed once; only a
                 // line that is not one is parsed again to say why.
                 if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-                    if !forward(&gate, &tx, message, permit).await {
+                    if !input.forward(message, permit).await {
                         break;
                     }
                     continue;
@@ -307,7 +329,7 @@ impl LineTransport {
                             // Parsed from a value but not from the text: a
                             // duplicate key, say. Take it as the value reads.
                             Ok(message) => {
-                                if !forward(&gate, &tx, message, permit).await {
+                                if !input.forward(message, permit).await {
                                     break;
                                 }
                                 continue;
@@ -318,7 +340,7 @@ impl LineTransport {
                         }
                     }
                 };
-                if write_line(&replies, &reply).await.is_err() {
+                if write_line(replies, &reply).await.is_err() {
                     break;
                 }
             }
@@ -332,28 +354,92 @@ impl LineTransport {
     }
 }
 
-/// Hand `message` to rmcp: a request keeps `permit` until it is answered; a
-/// cancellation settles the request it names (rmcp may not answer a
-/// cancelled request). `false` once rmcp has stopped reading.
-async fn forward(
-    gate: &Admission,
-    tx: &mpsc::Sender<ClientJsonRpcMessage>,
-    message: ClientJsonRpcMessage,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) -> bool {
-    match &message {
-        ClientJsonRpcMessage::Request(request) => gate.admit(id_key(&request.id), permit),
-        ClientJsonRpcMessage::Notification(notification) => {
-            if let rmcp::model::ClientNotification::CancelledNotification(cancelled) =
-                &notification.notification
-                && let Some(id) = &cancelled.params.request_id
-            {
-                gate.settle(&id_key(id));
+/// What the reader hands each message to.
+struct Input {
+    gate: Arc<Admission>,
+    /// To rmcp's loop.
+    tx: mpsc::Sender<ClientJsonRpcMessage>,
+    /// The calls run beside it.
+    calls: Option<Arc<SessionCalls>>,
+    replies: Writer,
+}
+
+impl Input {
+    /// Run `message` beside rmcp if [`SessionCalls::take`] takes it, else
+    /// hand it to rmcp: a request keeps `permit` until it is answered; a
+    /// cancellation settles the request it names (which may then go
+    /// unanswered). `false` once rmcp has stopped reading.
+    async fn forward(
+        &self,
+        message: ClientJsonRpcMessage,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> bool {
+        let message = match message {
+            ClientJsonRpcMessage::Request(request) => {
+                self.gate.admit(id_key(&request.id), permit);
+                match &self.calls {
+                    Some(calls) => {
+                        let (writer, gate) = (Arc::clone(&self.replies), Arc::clone(&self.gate));
+                        let answer = move |answer| async move {
+                            // As rmcp's loop does, a failed write is logged.
+                            if let Err(error) = send(&writer, &gate, answer).await {
+                                tracing::error!(%error, "fail to response message");
+                            }
+                        };
+                        match calls.take(request, answer) {
+                            Ok(()) => return true,
+                            Err(request) => ClientJsonRpcMessage::Request(request),
+                        }
+                    }
+                    None => ClientJsonRpcMessage::Request(request),
+                }
             }
-        }
-        _ => {}
+            ClientJsonRpcMessage::Notification(notification) => {
+                if let rmcp::model::ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.gate.settle(&id_key(id));
+                    if let Some(calls) = &self.calls {
+                        calls.cancelled(id);
+                    }
+                }
+                match &self.calls {
+                    Some(calls) => match calls.take_notification(notification) {
+                        Ok(()) => return true,
+                        Err(notification) => ClientJsonRpcMessage::Notification(notification),
+                    },
+                    None => ClientJsonRpcMessage::Notification(notification),
+                }
+            }
+            other => other,
+        };
+        self.tx.send(message).await.is_ok()
     }
-    tx.send(message).await.is_ok()
+}
+
+/// Write `item`, counting it as output pending until it is written, and
+/// settle the request it answers (once written, or once the client is gone).
+async fn send(
+    writer: &Writer,
+    admission: &Admission,
+    item: ServerJsonRpcMessage,
+) -> std::io::Result<()> {
+    let answers = match &item {
+        ServerJsonRpcMessage::Response(response) => Some(id_key(&response.id)),
+        ServerJsonRpcMessage::Error(error) => error.id.as_ref().map(id_key),
+        _ => None,
+    };
+    let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let bytes = line.len();
+    admission.output_queued(bytes);
+    let written = write_line(writer, &line).await;
+    admission.output_written(bytes);
+    if let Some(id) = answers {
+        admission.settle(&id);
+    }
+    written
 }
 
 /// Stdin as a non-blocking pipe, if it is a pipe.
@@ -467,24 +553,7 @@ impl Transport<RoleServer> for LineTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
         let admission = Arc::clone(&self.admission);
-        let answers = match &item {
-            ServerJsonRpcMessage::Response(response) => Some(id_key(&response.id)),
-            ServerJsonRpcMessage::Error(error) => error.id.as_ref().map(id_key),
-            _ => None,
-        };
-        async move {
-            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            line.push(b'\n');
-            let bytes = line.len();
-            admission.output_queued(bytes);
-            let written = write_line(&writer, &line).await;
-            admission.output_written(bytes);
-            // Answered once it is written (or the client is gone).
-            if let Some(id) = answers {
-                admission.settle(&id);
-            }
-            written
-        }
+        async move { send(&writer, &admission, item).await }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
