@@ -30,6 +30,7 @@
 //! to rmcp unchanged.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -124,15 +125,16 @@ impl SessionCalls {
         let id = request.id.clone();
         let request_ct = self.ended.child_token();
         let number = self.next.fetch_add(1, Ordering::Relaxed);
+        match self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(id.clone())
         {
-            let mut in_flight = self
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if in_flight.contains_key(&id) {
-                return Err(request);
+            Entry::Occupied(_) => return Err(request),
+            Entry::Vacant(slot) => {
+                slot.insert((number, request_ct.clone()));
             }
-            in_flight.insert(id.clone(), (number, request_ct.clone()));
         }
         // As rmcp builds it: the request's `_meta` and extensions moved into
         // the context, the handler's token a child of the request's.

@@ -70,7 +70,7 @@ pub async fn serve(host: &Host) -> anyhow::Result<()> {
     let calls = Arc::new(SessionCalls::new(server.clone()));
     let transport = LineTransport::stdio(
         Admission::new(host.options.config.stdio, Arc::clone(&host.request_budget)),
-        Some(Arc::clone(&calls)),
+        Arc::clone(&calls),
     );
     let running = tokio::select! {
         running = server.serve(transport) => running,
@@ -238,7 +238,7 @@ impl LineTransport {
     /// runtime's own threads: `tokio::io::stdin`/`stdout` do every read and
     /// write on the blocking pool, a thread hand-off each way per message.
     /// Anything else (a terminal, a file, a socket) goes through those.
-    pub fn stdio(admission: Admission, calls: Option<Arc<SessionCalls>>) -> Self {
+    pub fn stdio(admission: Admission, calls: Arc<SessionCalls>) -> Self {
         let reader: Box<dyn AsyncRead + Send + Unpin> = match pipe_reader() {
             Some(pipe) => Box::new(pipe),
             None => Box::new(tokio::io::stdin()),
@@ -256,7 +256,7 @@ impl LineTransport {
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
         admission: Admission,
-        calls: Option<Arc<SessionCalls>>,
+        calls: Arc<SessionCalls>,
     ) -> Self {
         let admission = Arc::new(admission);
         let writer: Writer = Arc::new(Out {
@@ -283,9 +283,7 @@ impl LineTransport {
                 line.clear();
                 match read_line(&mut reader, &mut line).await {
                     Ok(LineRead::Eof) | Err(_) => {
-                        if let Some(calls) = &input.calls {
-                            calls.input_closed();
-                        }
+                        input.calls.input_closed();
                         break;
                     }
                     Ok(LineRead::TooLong) => {
@@ -360,7 +358,7 @@ struct Input {
     /// To rmcp's loop.
     tx: mpsc::Sender<ClientJsonRpcMessage>,
     /// The calls run beside it.
-    calls: Option<Arc<SessionCalls>>,
+    calls: Arc<SessionCalls>,
     replies: Writer,
 }
 
@@ -377,21 +375,16 @@ impl Input {
         let message = match message {
             ClientJsonRpcMessage::Request(request) => {
                 self.gate.admit(id_key(&request.id), permit);
-                match &self.calls {
-                    Some(calls) => {
-                        let (writer, gate) = (Arc::clone(&self.replies), Arc::clone(&self.gate));
-                        let answer = move |answer| async move {
-                            // As rmcp's loop does, a failed write is logged.
-                            if let Err(error) = send(&writer, &gate, answer).await {
-                                tracing::error!(%error, "fail to response message");
-                            }
-                        };
-                        match calls.take(request, answer) {
-                            Ok(()) => return true,
-                            Err(request) => ClientJsonRpcMessage::Request(request),
-                        }
+                let (writer, gate) = (Arc::clone(&self.replies), Arc::clone(&self.gate));
+                let answer = move |answer| async move {
+                    // As rmcp's loop does, a failed write is logged.
+                    if let Err(error) = send(&writer, &gate, answer).await {
+                        tracing::error!(%error, "fail to response message");
                     }
-                    None => ClientJsonRpcMessage::Request(request),
+                };
+                match self.calls.take(request, answer) {
+                    Ok(()) => return true,
+                    Err(request) => ClientJsonRpcMessage::Request(request),
                 }
             }
             ClientJsonRpcMessage::Notification(notification) => {
@@ -400,16 +393,11 @@ impl Input {
                     && let Some(id) = &cancelled.params.request_id
                 {
                     self.gate.settle(&id_key(id));
-                    if let Some(calls) = &self.calls {
-                        calls.cancelled(id);
-                    }
+                    self.calls.cancelled(id);
                 }
-                match &self.calls {
-                    Some(calls) => match calls.take_notification(notification) {
-                        Ok(()) => return true,
-                        Err(notification) => ClientJsonRpcMessage::Notification(notification),
-                    },
-                    None => ClientJsonRpcMessage::Notification(notification),
+                match self.calls.take_notification(notification) {
+                    Ok(()) => return true,
+                    Err(notification) => ClientJsonRpcMessage::Notification(notification),
                 }
             }
             other => other,
