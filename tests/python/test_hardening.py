@@ -424,7 +424,17 @@ def test_a_template_built_for_backtracking_matches_in_linear_time(hostile):
 # --- Hostile clients ------------------------------------------------------------
 
 
-def test_a_stdio_client_that_never_reads_cannot_grow_the_server(setup):
+# `tools/list` is answered through rmcp's loop, `tools/call` beside it
+# (`protocol/session.rs`): each writes its own replies.
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"method": "tools/list"},
+        {"method": "tools/call", "params": {"name": "get_current_time", "arguments": {"timezone": "UTC"}}},
+    ],
+    ids=["list", "call"],
+)
+def test_a_stdio_client_that_never_reads_cannot_grow_the_server(setup, request_):
     setup.add("time")
     # Small caps so the test is quick; the defaults are 256 requests and
     # 16 MiB of replies.
@@ -442,7 +452,7 @@ def test_a_stdio_client_that_never_reads_cannot_grow_the_server(setup):
             for i in range(50_000):
                 if stop.is_set():
                     return
-                raw.send({"jsonrpc": "2.0", "id": f"l{i}", "method": "tools/list"})
+                raw.send({"jsonrpc": "2.0", "id": f"l{i}", **request_})
                 sent += 1
         except (BrokenPipeError, ValueError):
             pass

@@ -121,9 +121,15 @@ type Writer = Arc<Out>;
 /// line pending, so replies that finish while a write is in progress go
 /// out together in the next one (fewer writes, fewer wake-ups of the
 /// client), and a lone reply is still written at once by its own sender.
+/// A sender that finds the sink taken leaves its line to the holder and
+/// goes on: waiting for the holder to finish would park its thread only
+/// to find its line written (a wake-up between threads per reply under
+/// load, `docs/benchmarks.md`, round three).
 struct Out {
     pending: std::sync::Mutex<Vec<u8>>,
     sink: Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    /// Counts the bytes queued and not yet written.
+    admission: Arc<Admission>,
 }
 
 /// A line-based JSON-RPC transport that answers malformed input.
@@ -262,6 +268,7 @@ impl LineTransport {
         let writer: Writer = Arc::new(Out {
             pending: std::sync::Mutex::new(Vec::new()),
             sink: Mutex::new(Box::new(writer)),
+            admission: Arc::clone(&admission),
         });
         // A small queue: reading pauses when the server falls behind.
         let (tx, incoming) = mpsc::channel(64);
@@ -406,8 +413,9 @@ impl Input {
     }
 }
 
-/// Write `item`, counting it as output pending until it is written, and
-/// settle the request it answers (once written, or once the client is gone).
+/// Queue `item` for writing (see [`write_line`]), and settle the request it
+/// answers: its reply's bytes count against the output gate until they
+/// are written.
 async fn send(
     writer: &Writer,
     admission: &Admission,
@@ -420,10 +428,7 @@ async fn send(
     };
     let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let bytes = line.len();
-    admission.output_queued(bytes);
     let written = write_line(writer, &line).await;
-    admission.output_written(bytes);
     if let Some(id) = answers {
         admission.settle(&id);
     }
@@ -511,18 +516,41 @@ fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
 }
 
 /// Queue `line` (which ends with `\n`), then write everything queued
-/// unless another sender already took it. Lines are queued whole, so the
-/// stream only ever holds complete lines, in the order they were queued.
+/// unless another sender holds the sink: that sender writes it, and this
+/// one returns at once. Lines are queued whole, so the stream only ever
+/// holds complete lines, in the order they were queued. Queued bytes count
+/// against the output gate ([`Admission`]) until they are written (or
+/// their write failed). An error is the error of a write this call made;
+/// a line left to another sender is reported as queued.
 async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
+    // Counted before it is queued: a holder may write it at once.
+    writer.admission.output_queued(line.len());
     lock(&writer.pending).extend_from_slice(line);
-    let mut sink = writer.sink.lock().await;
-    let batch = std::mem::take(&mut *lock(&writer.pending));
-    if batch.is_empty() {
-        // An earlier holder of the sink wrote this line with its own.
-        return Ok(());
+    loop {
+        let Ok(mut sink) = writer.sink.try_lock() else {
+            // The holder writes it: it looks at the queue again after it
+            // lets go of the sink (below), so no line is left behind.
+            return Ok(());
+        };
+        loop {
+            let batch = std::mem::take(&mut *lock(&writer.pending));
+            if batch.is_empty() {
+                break;
+            }
+            let written = match sink.write_all(&batch).await {
+                Ok(()) => sink.flush().await,
+                Err(error) => Err(error),
+            };
+            writer.admission.output_written(batch.len());
+            written?;
+        }
+        drop(sink);
+        // A line queued after the last look, by a sender that found the
+        // sink taken: write it (unless someone else has taken the sink).
+        if lock(&writer.pending).is_empty() {
+            return Ok(());
+        }
     }
-    sink.write_all(&batch).await?;
-    sink.flush().await
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
