@@ -532,11 +532,8 @@ async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
             // lets go of the sink (below), so no line is left behind.
             return Ok(());
         };
-        loop {
-            let batch = std::mem::take(&mut *lock(&writer.pending));
-            if batch.is_empty() {
-                break;
-            }
+        let batch = std::mem::take(&mut *lock(&writer.pending));
+        if !batch.is_empty() {
             let written = match sink.write_all(&batch).await {
                 Ok(()) => sink.flush().await,
                 Err(error) => Err(error),
@@ -545,8 +542,8 @@ async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
             written?;
         }
         drop(sink);
-        // A line queued after the last look, by a sender that found the
-        // sink taken: write it (unless someone else has taken the sink).
+        // Lines queued meanwhile by senders that found the sink taken:
+        // write them (unless another sender has taken the sink since).
         if lock(&writer.pending).is_empty() {
             return Ok(());
         }
