@@ -66,7 +66,7 @@ impl McpServer {
         {
             return None;
         }
-        let ClientJsonRpcMessage::Request(request) = serde_json::from_slice(body).ok()? else {
+        let ClientJsonRpcMessage::Request(request) = super::client_message(body).ok()? else {
             return None;
         };
         let ClientRequest::CallToolRequest(mut call) = request.request else {

@@ -37,6 +37,7 @@
 mod call;
 mod direct;
 mod events;
+mod message;
 mod notify;
 mod request;
 mod roots;
@@ -45,6 +46,7 @@ mod shape;
 mod tasks;
 
 pub use direct::DirectCall;
+pub use message::client_message;
 pub use notify::{ListKind, Notifier};
 pub use session::{CLOSED_DRAIN, STOPPED_DRAIN, SessionCalls};
 pub use shape::{to_mcp_result, to_mcp_tool};

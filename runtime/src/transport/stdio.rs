@@ -318,7 +318,7 @@ impl LineTransport {
                 };
                 // The usual case, a valid message, is parsed once; only a
                 // line that is not one is parsed again to say why.
-                if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+                if let Ok(message) = crate::protocol::client_message(text) {
                     if !input.forward(message, permit).await {
                         break;
                     }

@@ -1,0 +1,285 @@
+//! A client's JSON-RPC message, parsed into rmcp's types without rmcp's
+//! detour for the message that matters most.
+//!
+//! rmcp parses a `ClientJsonRpcMessage` through two untagged layers: the
+//! message (request, response, notification, error) buffered and checked
+//! for its shape, and then `ClientRequest`, which tries each of its twenty-
+//! odd request types in turn, each failure building an error with its text.
+//! For a `tools/call`, the fourteenth, that was about a tenth of the
+//! server's time per call over HTTP (`docs/benchmarks.md`, "Round four").
+//!
+//! [`client_message`] reads the message's top-level keys first, as rmcp's
+//! shape check does, and when it is a request whose `method` is
+//! `tools/call`, parses it as that one request type directly. Anything
+//! else, and any such request that does not parse, goes through rmcp's own
+//! parse unchanged, so every error and every other message is rmcp's.
+//!
+//! Invariant: when the direct parse succeeds, rmcp's parse gives the same
+//! message. rmcp takes the same shape (`method` and `id`, neither `result`
+//! nor `error`), and of `ClientRequest`'s variants every one before
+//! `CallToolRequest` has a method of its own, fixed, so the first that can
+//! take a `tools/call` is `CallToolRequest`, parsed from the same entries by
+//! the same code (`JsonRpcRequest`'s and `Request`'s deserialisers). The
+//! table in the tests holds the two parses to the same answers, malformed
+//! and ambiguous messages included.
+
+use std::borrow::Cow;
+
+use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+/// The method parsed directly.
+const TOOLS_CALL: &str = "tools/call";
+
+/// `text` as a client's message, exactly as rmcp parses it.
+///
+/// # Errors
+///
+/// rmcp's own error for text that is not a message it accepts.
+pub fn client_message(text: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
+    if let Ok(head) = serde_json::from_slice::<Head<'_>>(text)
+        && head.is_request()
+        && head.method.as_deref() == Some(TOOLS_CALL)
+        && let Ok(request) = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(text)
+    {
+        return Ok(ClientJsonRpcMessage::Request(JsonRpcRequest {
+            jsonrpc: request.jsonrpc,
+            id: request.id,
+            request: ClientRequest::CallToolRequest(request.request),
+        }));
+    }
+    serde_json::from_slice(text)
+}
+
+/// Which of the keys rmcp classifies a message by are present at the top
+/// level, and the method when it is text.
+#[derive(Default)]
+struct Head<'a> {
+    method: Option<Cow<'a, str>>,
+    has_method: bool,
+    has_id: bool,
+    has_result: bool,
+    has_error: bool,
+}
+
+impl Head<'_> {
+    /// The shape rmcp takes for a request.
+    fn is_request(&self) -> bool {
+        self.has_method && self.has_id && !self.has_result && !self.has_error
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Head<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HeadVisitor;
+
+        impl<'de> Visitor<'de> for HeadVisitor {
+            type Value = Head<'de>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a JSON-RPC message")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head<'de>, A::Error> {
+                let mut head = Head::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "method" => {
+                            head.has_method = true;
+                            // A repeated key: rmcp refuses it, and so does
+                            // the direct parse; the first is as good as any.
+                            let method = map.next_value::<MethodText<'de>>()?;
+                            head.method = head.method.or(method.0);
+                            continue;
+                        }
+                        "id" => head.has_id = true,
+                        "result" => head.has_result = true,
+                        "error" => head.has_error = true,
+                        _ => {}
+                    }
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(head)
+            }
+        }
+
+        deserializer.deserialize_map(HeadVisitor)
+    }
+}
+
+/// A `method` value: its text, or nothing when it is not a string.
+struct MethodText<'a>(Option<Cow<'a, str>>);
+
+impl<'de> serde::Deserialize<'de> for MethodText<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MethodVisitor;
+
+        impl<'de> Visitor<'de> for MethodVisitor {
+            type Value = MethodText<'de>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("any JSON value")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(MethodText(Some(Cow::Borrowed(text))))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(MethodText(Some(Cow::Owned(text.to_owned()))))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(MethodText(Some(Cow::Owned(text))))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(MethodText(None))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_seq(seq).map(|_| MethodText(None))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map).map(|_| MethodText(None))
+            }
+        }
+
+        deserializer.deserialize_any(MethodVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rmcp's parse, for comparison.
+    fn rmcp_parse(text: &str) -> serde_json::Result<ClientJsonRpcMessage> {
+        serde_json::from_str(text)
+    }
+
+    /// The two parses agree: the same message (compared as rmcp writes it
+    /// back, `_meta` included, and by its debug form) or both an error
+    /// with the same text.
+    fn agree(text: &str) {
+        match (client_message(text.as_bytes()), rmcp_parse(text)) {
+            (Ok(ours), Ok(theirs)) => {
+                assert_eq!(
+                    serde_json::to_value(&ours).expect("serialises"),
+                    serde_json::to_value(&theirs).expect("serialises"),
+                    "{text}"
+                );
+                assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{text}");
+            }
+            (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string(), "{text}"),
+            (ours, theirs) => panic!("{text}: ours {ours:?}, rmcp's {theirs:?}"),
+        }
+    }
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"progressToken":7}"#;
+
+    #[test]
+    fn both_parses_agree_on_every_kind_of_message() {
+        let cases = [
+            // Plain calls, with and without `_meta`, arguments, ids of each kind.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"t","arguments":{}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"b":[1,2]}},{META}}}}}"#),
+            format!(r#"{{"method":"tools/call","params":{{{META},"name":"t"}},"id":9,"jsonrpc":"2.0"}}"#),
+            // Escapes in the method and the keys.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","i\u0064":1,"m\u0065thod":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            // Extra keys at every level.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","extra":true},"more":[1]}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":5}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","inputResponses":{"k":{"action":"accept"}},"requestState":"s"}}"#.to_owned(),
+            // Not a request: the shape keys.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"result":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"error":{"code":1,"message":"m"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            // Malformed calls: rmcp's catch-all or its error, not ours.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[1]}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":7}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#.to_owned(),
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            // Repeated keys.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"ping","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"params":{"name":"u"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#.to_owned(),
+            // Methods that are not a call, and ones that are not text.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call2","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":7,"params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":["tools/call"],"params":{"name":"t"}}"#.to_owned(),
+            // Not objects, not JSON.
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}]"#.to_owned(),
+            r#""tools/call""#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}} trailing"#.to_owned(),
+            String::new(),
+        ];
+        for case in &cases {
+            agree(case);
+        }
+    }
+
+    #[test]
+    fn a_call_is_parsed_directly() {
+        // The fast path is taken (a `Head` that qualifies and a direct
+        // parse that succeeds), not only agreed with.
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t",{META}}}}}"#
+        );
+        let head = serde_json::from_str::<Head<'_>>(&text).expect("a head");
+        assert!(head.is_request() && head.method.as_deref() == Some(TOOLS_CALL));
+        let direct = serde_json::from_str::<JsonRpcRequest<CallToolRequest>>(&text)
+            .expect("parses as a call");
+        assert!(
+            direct
+                .request
+                .extensions
+                .get::<rmcp::model::RequestMetaObject>()
+                .is_some()
+        );
+    }
+}
