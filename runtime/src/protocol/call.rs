@@ -261,7 +261,7 @@ pub(super) fn respond(
             (Some(pending), Some(replay)) => input_required(
                 pending,
                 replay.keys.as_deref(),
-                &replay.digest,
+                replay.digest(),
                 &replay.answers,
             )
             .map(Into::into),

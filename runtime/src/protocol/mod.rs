@@ -396,7 +396,7 @@ impl ServerHandler for McpServer {
                 Some(replay) => input_required(
                     pending,
                     replay.keys.as_deref(),
-                    &replay.digest,
+                    replay.digest(),
                     &replay.answers,
                 )
                 .map(Into::into),

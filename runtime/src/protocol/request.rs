@@ -51,10 +51,25 @@ pub(super) fn needs_of(capabilities: Option<&ClientCapabilities>) -> ClientNeeds
 pub(super) struct Replay {
     /// The operator's state keys, if any (else this process's own).
     pub(super) keys: Option<Arc<crate::config::StateKeys>>,
-    /// Digest of caller, tool (or `prompt:NAME`) and arguments.
-    pub(super) digest: String,
+    /// What the digest binds: caller, tool (or `prompt:NAME`), arguments.
+    bound: (Option<String>, String, serde_json::Value),
+    /// Its digest, made when first needed (see [`Replay::digest`]).
+    digest: std::sync::OnceLock<String>,
     /// Every answer so far: the signed state's and this retry's.
     pub(super) answers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+impl Replay {
+    /// Digest of caller, tool (or `prompt:NAME`) and arguments. Made only
+    /// when a state is checked or signed (a request that brings one, a call
+    /// that asks a question), not for every call: hashing the arguments'
+    /// text was a visible share of a small call's time.
+    pub(super) fn digest(&self) -> &str {
+        self.digest.get_or_init(|| {
+            let (owner, what, arguments) = &self.bound;
+            call_digest(owner.as_deref(), what, arguments)
+        })
+    }
 }
 
 /// The client services of a request that runs guest code named `what` (a
@@ -101,15 +116,18 @@ pub(super) fn replay_answers(
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<Replay, McpError> {
-    let owner = caller.map(Caller::key);
-    let digest = call_digest(
-        owner.as_deref(),
-        what,
-        &serde_json::Value::Object(arguments.clone()),
-    );
-    let keys = keys.cloned();
+    let mut replay = Replay {
+        keys: keys.cloned(),
+        bound: (
+            caller.map(Caller::key),
+            what.to_owned(),
+            serde_json::Value::Object(arguments.clone()),
+        ),
+        digest: std::sync::OnceLock::new(),
+        answers: std::collections::BTreeMap::new(),
+    };
     let verified = match state {
-        Some(state) => verify_state(keys.as_deref(), state, &digest)
+        Some(state) => verify_state(replay.keys.as_deref(), state, replay.digest())
             .map_err(|reason| McpError::invalid_params(reason, None))?,
         None => crate::services::VerifiedState::default(),
     };
@@ -121,11 +139,8 @@ pub(super) fn replay_answers(
             tracing::debug!(%key, "an input response to a question not asked; not taken");
         }
     }
-    Ok(Replay {
-        keys,
-        digest,
-        answers,
-    })
+    replay.answers = answers;
+    Ok(replay)
 }
 
 /// What a client that declared `declared` can be asked.
