@@ -264,6 +264,94 @@ mod tests {
     }
 
     #[test]
+    fn both_parses_agree_on_mutated_calls() {
+        // Calls with one piece cut, repeated or swapped for another piece of
+        // JSON, at every position a simple generator picks: the table above
+        // names the cases thought of, this finds the ones not thought of.
+        let base = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"t","arguments":{{"a":[1,"x",null],"b":{{"c":true}}}},{META}}}}}"#
+        );
+        let pieces = [
+            "",
+            "\"",
+            ",",
+            ":",
+            "{",
+            "}",
+            "[",
+            "]",
+            "null",
+            "1",
+            "-1.5e3",
+            "\"tools/call\"",
+            "\"method\":\"ping\"",
+            "\"id\":2",
+            "\"result\":{}",
+            "\"error\":{}",
+            "\"params\":{}",
+            "\"_meta\":{}",
+            "\"name\":\"u\"",
+            "\"\\u0000\"",
+            // Whole entries, for just inside an object.
+            "\"result\":{},",
+            "\"error\":{\"code\":1,\"message\":\"m\"},",
+            "\"method\":\"ping\",",
+            "\"method\":\"tools/call\",",
+            "\"id\":\"x\",",
+            "\"jsonrpc\":\"2.0\",",
+            "\"x\":[],",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % bound as u64).expect("fits")
+        };
+        let (mut calls, mut others, mut errors) = (0, 0, 0);
+        for _ in 0..3000 {
+            let mut text = base.clone();
+            for _ in 0..=next(2) {
+                // Anywhere, or just inside an object.
+                let at = if next(2) == 0 {
+                    (0..=text.len())
+                        .filter(|&i| text.is_char_boundary(i))
+                        .nth(next(text.len() + 1))
+                        .unwrap_or(text.len())
+                } else {
+                    let opens: Vec<usize> = text.match_indices('{').map(|(i, _)| i + 1).collect();
+                    opens.get(next(opens.len().max(1))).copied().unwrap_or(0)
+                };
+                let end = (at..=text.len())
+                    .filter(|&i| text.is_char_boundary(i))
+                    .nth(next(4))
+                    .unwrap_or(text.len());
+                let piece = match next(3) {
+                    0 => String::new(),
+                    1 => text[at..end].to_owned(),
+                    _ => pieces[next(pieces.len())].to_owned(),
+                };
+                let kept = if next(2) == 0 { end } else { at };
+                text = format!("{}{}{}", &text[..at], piece, &text[kept..]);
+            }
+            agree(&text);
+            match client_message(text.as_bytes()) {
+                Ok(ClientJsonRpcMessage::Request(JsonRpcRequest {
+                    request: ClientRequest::CallToolRequest(_),
+                    ..
+                })) => calls += 1,
+                Ok(_) => others += 1,
+                Err(_) => errors += 1,
+            }
+        }
+        // The generator reaches all three outcomes, not only errors.
+        assert!(
+            calls > 300 && others > 10 && errors > 300,
+            "{calls} {others} {errors}"
+        );
+    }
+
+    #[test]
     fn a_call_is_parsed_directly() {
         // The fast path is taken (a `Head` that qualifies and a direct
         // parse that succeeds), not only agreed with.
