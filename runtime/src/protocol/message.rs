@@ -19,9 +19,10 @@
 //! nor `error`), and of `ClientRequest`'s variants every one before
 //! `CallToolRequest` has a method of its own, fixed, so the first that can
 //! take a `tools/call` is `CallToolRequest`, parsed from the same entries by
-//! the same code (`JsonRpcRequest`'s and `Request`'s deserialisers). The
-//! table in the tests holds the two parses to the same answers, malformed
-//! and ambiguous messages included.
+//! the same code (`JsonRpcRequest`'s and `Request`'s deserialisers). A
+//! table of cases and generated mutations of a call, in the tests, hold
+//! the two parses to the same answers, malformed and ambiguous messages
+//! included.
 
 use std::borrow::Cow;
 
