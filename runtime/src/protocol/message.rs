@@ -22,7 +22,8 @@
 //! the same code (`JsonRpcRequest`'s and `Request`'s deserialisers). A
 //! table of cases and generated mutations of a call, in the tests, hold
 //! the two parses to the same answers, malformed and ambiguous messages
-//! included.
+//! included, so an rmcp release that changed either reasoning (a new
+//! request type that takes `tools/call`, another shape check) fails them.
 
 use std::borrow::Cow;
 
