@@ -28,7 +28,7 @@
 use std::borrow::Cow;
 
 use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
-use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 
 /// The method parsed directly.
 const TOOLS_CALL: &str = "tools/call";
@@ -40,8 +40,7 @@ const TOOLS_CALL: &str = "tools/call";
 /// rmcp's own error for text that is not a message it accepts.
 pub fn client_message(text: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
     if let Ok(head) = serde_json::from_slice::<Head<'_>>(text)
-        && head.is_request()
-        && head.method.as_deref() == Some(TOOLS_CALL)
+        && head.is_call()
         && let Ok(request) = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(text)
     {
         return Ok(ClientJsonRpcMessage::Request(JsonRpcRequest {
@@ -53,125 +52,37 @@ pub fn client_message(text: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
     serde_json::from_slice(text)
 }
 
-/// Which of the keys rmcp classifies a message by are present at the top
-/// level, and the method when it is text.
-#[derive(Default)]
+/// The top-level keys rmcp classifies a message by, and the method. Any
+/// text this does not read (a repeated key, a method that is not a string)
+/// goes to rmcp's parse, which is never wrong, only slower.
+#[derive(Deserialize)]
 struct Head<'a> {
+    #[serde(borrow)]
     method: Option<Cow<'a, str>>,
-    has_method: bool,
-    has_id: bool,
-    has_result: bool,
-    has_error: bool,
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
 }
 
 impl Head<'_> {
-    /// The shape rmcp takes for a request.
-    fn is_request(&self) -> bool {
-        self.has_method && self.has_id && !self.has_result && !self.has_error
+    /// A request (rmcp's shape: `method` and `id`, neither `result` nor
+    /// `error`) for `tools/call`.
+    fn is_call(&self) -> bool {
+        self.method.as_deref() == Some(TOOLS_CALL) && self.id.0 && !self.result.0 && !self.error.0
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Head<'de> {
+/// Whether a key is there, whatever its value: rmcp counts `"result":
+/// null` as a `result`, where an `Option` would read it as absent.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct HeadVisitor;
-
-        impl<'de> Visitor<'de> for HeadVisitor {
-            type Value = Head<'de>;
-
-            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-                formatter.write_str("a JSON-RPC message")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head<'de>, A::Error> {
-                let mut head = Head::default();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "method" => {
-                            head.has_method = true;
-                            // A repeated key: rmcp refuses it, and so does
-                            // the direct parse; the first is as good as any.
-                            let method = map.next_value::<MethodText<'de>>()?;
-                            head.method = head.method.or(method.0);
-                            continue;
-                        }
-                        "id" => head.has_id = true,
-                        "result" => head.has_result = true,
-                        "error" => head.has_error = true,
-                        _ => {}
-                    }
-                    map.next_value::<IgnoredAny>()?;
-                }
-                Ok(head)
-            }
-        }
-
-        deserializer.deserialize_map(HeadVisitor)
-    }
-}
-
-/// A `method` value: its text, or nothing when it is not a string.
-struct MethodText<'a>(Option<Cow<'a, str>>);
-
-impl<'de> serde::Deserialize<'de> for MethodText<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MethodVisitor;
-
-        impl<'de> Visitor<'de> for MethodVisitor {
-            type Value = MethodText<'de>;
-
-            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-                formatter.write_str("any JSON value")
-            }
-
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(MethodText(Some(Cow::Borrowed(text))))
-            }
-
-            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(MethodText(Some(Cow::Owned(text.to_owned()))))
-            }
-
-            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
-                Ok(MethodText(Some(Cow::Owned(text))))
-            }
-
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(MethodText(None))
-            }
-
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_seq(seq).map(|_| MethodText(None))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_map(map).map(|_| MethodText(None))
-            }
-        }
-
-        deserializer.deserialize_any(MethodVisitor)
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
     }
 }
 
@@ -226,6 +137,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"result":{}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"error":{"code":1,"message":"m"}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"result":null}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"error":null}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"},"result":null}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":null,"params":{"name":"t"}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
             // Malformed calls: rmcp's catch-all or its error, not ours.
@@ -302,6 +217,7 @@ mod tests {
             "\"id\":\"x\",",
             "\"jsonrpc\":\"2.0\",",
             "\"x\":[],",
+            "\"result\":null,",
         ];
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = |bound: usize| {
@@ -361,7 +277,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t",{META}}}}}"#
         );
         let head = serde_json::from_str::<Head<'_>>(&text).expect("a head");
-        assert!(head.is_request() && head.method.as_deref() == Some(TOOLS_CALL));
+        assert!(head.is_call());
         let direct = serde_json::from_str::<JsonRpcRequest<CallToolRequest>>(&text)
             .expect("parses as a call");
         assert!(
