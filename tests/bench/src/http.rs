@@ -133,6 +133,11 @@ impl HttpServer {
         Connection::open(self.addr).await
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// The server's peak resident memory so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> Option<u64> {
         proc_status_kib(self.pid, "VmHWM")

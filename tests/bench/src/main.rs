@@ -126,7 +126,9 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::client::{CallTemplate, Server, ServerCommand, TOOLS_LIST_CHANGED, proc_status_kib};
+use crate::client::{
+    CallTemplate, Server, ServerCommand, TOOLS_LIST_CHANGED, proc_cpu, proc_status_kib,
+};
 use crate::http::{HttpRequest, HttpServer};
 use crate::stats::Latency;
 
@@ -652,6 +654,40 @@ struct ThroughputRun {
     elapsed: Duration,
     calls_per_s: f64,
     peak_rss_kib: Option<u64>,
+    /// CPU used during the timed calls, when `/proc` could be read.
+    cpu: Option<CpuUse>,
+}
+
+/// CPU time the server and this client (the benchmark process, every
+/// thread) used over a run's timed calls: on a machine where both share
+/// the CPUs, what each call costs each side, and so what a target
+/// throughput leaves to the server.
+#[derive(Clone, Copy)]
+struct CpuUse {
+    server: Duration,
+    client: Duration,
+}
+
+impl CpuUse {
+    /// Readings of both sides, taken together.
+    fn read(server_pid: u32) -> Option<(Duration, Duration)> {
+        Some((proc_cpu(Some(server_pid))?, proc_cpu(None)?))
+    }
+
+    /// The CPU used between `before` and now.
+    fn since(before: Option<(Duration, Duration)>, server_pid: u32) -> Option<Self> {
+        let (server0, client0) = before?;
+        let (server1, client1) = Self::read(server_pid)?;
+        Some(CpuUse {
+            server: server1.saturating_sub(server0),
+            client: client1.saturating_sub(client0),
+        })
+    }
+}
+
+/// Microseconds of CPU per call, from `cpu` over `calls`.
+fn us_per_call(cpu: Duration, calls: u64) -> f64 {
+    cpu.as_secs_f64() * 1e6 / calls as f64
 }
 
 async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
@@ -698,6 +734,25 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // CPU per call, each side's median over the runs (again only when every
+    // run could read it).
+    let cpus: Vec<CpuUse> = runs.iter().filter_map(|r| r.cpu).collect();
+    let cpu_median = |side: fn(&CpuUse) -> Duration| {
+        let per_call: Vec<f64> = cpus
+            .iter()
+            .map(|c| us_per_call(side(c), args.calls))
+            .collect();
+        (cpus.len() == runs.len())
+            .then(|| stats::median(&per_call))
+            .flatten()
+    };
+    let server_cpu = cpu_median(|c| c.server);
+    let client_cpu = cpu_median(|c| c.client);
+    // One reading is exact to a clock tick; a difference of two, to two.
+    let resolution = us_per_call(
+        Duration::from_millis(2 * 1000 / client::USER_HZ),
+        args.calls,
+    );
 
     if args.server.json {
         let runs: Vec<Value> = runs
@@ -707,6 +762,8 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
                     "calls_per_s": round1(r.calls_per_s),
                     "elapsed_ms": round1(r.elapsed.as_secs_f64() * 1e3),
                     "peak_rss_kib": r.peak_rss_kib,
+                    "server_cpu_us_per_call": r.cpu.map(|c| round1(us_per_call(c.server, args.calls))),
+                    "client_cpu_us_per_call": r.cpu.map(|c| round1(us_per_call(c.client, args.calls))),
                 })
             })
             .collect();
@@ -721,6 +778,9 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
             "in_flight": args.in_flight,
             "calls_per_s": round1(rate),
             "peak_rss_kib": peak.map(|k| k.round() as u64),
+            "server_cpu_us_per_call": server_cpu.map(round1),
+            "client_cpu_us_per_call": client_cpu.map(round1),
+            "cpu_resolution_us_per_call": round1(resolution),
             "runs": runs,
         }));
     }
@@ -735,19 +795,35 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
         args.server.server.join(" ")
     );
     println!(
-        "{:<8}{:>12}{:>12}{:>16}",
-        "run", "calls/s", "elapsed ms", "peak RSS MiB"
+        "{:<8}{:>12}{:>12}{:>16}{:>18}{:>18}",
+        "run", "calls/s", "elapsed ms", "peak RSS MiB", "server CPU µs", "client CPU µs"
     );
+    let cpu_cell = |us: Option<f64>| us.map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1}"));
     for (i, r) in runs.iter().enumerate() {
         println!(
-            "{:<8}{:>12.0}{:>12.1}{:>16}",
+            "{:<8}{:>12.0}{:>12.1}{:>16}{:>18}{:>18}",
             i + 1,
             r.calls_per_s,
             r.elapsed.as_secs_f64() * 1e3,
-            mib(r.peak_rss_kib.map(|k| k as f64))
+            mib(r.peak_rss_kib.map(|k| k as f64)),
+            cpu_cell(r.cpu.map(|c| us_per_call(c.server, args.calls))),
+            cpu_cell(r.cpu.map(|c| us_per_call(c.client, args.calls))),
         );
     }
-    println!("{:<8}{:>12.0}{:>12}{:>16}", "median", rate, "", mib(peak));
+    println!(
+        "{:<8}{:>12.0}{:>12}{:>16}{:>18}{:>18}",
+        "median",
+        rate,
+        "",
+        mib(peak),
+        cpu_cell(server_cpu),
+        cpu_cell(client_cpu)
+    );
+    println!(
+        "\nCPU µs: per timed call, from /proc (user + system, every thread), exact to ±{resolution:.1} µs a call \
+         at {} calls; the client is this benchmark",
+        args.calls
+    );
     Ok(())
 }
 
@@ -766,7 +842,9 @@ async fn throughput_run(
             .await
             .context("during the warm-up")?;
     }
+    let before = CpuUse::read(server.pid());
     let elapsed = server.pipelined(call, calls, in_flight).await?;
+    let cpu = CpuUse::since(before, server.pid());
     // Before closing stdin: once the server exits its /proc entry is gone.
     let peak_rss_kib = proc_status_kib(server.pid(), "VmHWM");
     server.shutdown().await?;
@@ -774,6 +852,7 @@ async fn throughput_run(
         elapsed,
         calls_per_s: calls as f64 / elapsed.as_secs_f64(),
         peak_rss_kib,
+        cpu,
     })
 }
 
@@ -832,13 +911,16 @@ async fn http_throughput_run(
             .await
             .context("during the warm-up")?;
     }
+    let before = CpuUse::read(server.pid());
     let elapsed = http::concurrent(&server, call, calls, in_flight).await?;
+    let cpu = CpuUse::since(before, server.pid());
     let peak_rss_kib = server.peak_rss_kib();
     server.shutdown().await?;
     Ok(ThroughputRun {
         elapsed,
         calls_per_s: calls as f64 / elapsed.as_secs_f64(),
         peak_rss_kib,
+        cpu,
     })
 }
 
