@@ -10,10 +10,13 @@
 //! - The model gets a cause, never a wasm backtrace: `classify` maps every
 //!   error to a failure that names the limit or the guest's own message.
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -234,11 +237,12 @@ impl Run {
         store.epoch_deadline_callback(|_| Ok(wasmtime::UpdateDeadline::Yield(1)));
 
         let deadline = Duration::from_millis(limits.deadline_ms);
-        let result = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(CallFailure::Cancelled),
-            () = tokio::time::sleep(deadline) => Err(CallFailure::Deadline { limit_ms: limits.deadline_ms }),
-            result = body(&mut *store) => result.map_err(|error| classify(error, store, &self.stderr, limits)),
+        let result = match bounded(body(&mut *store), cancel, deadline).await {
+            Ok(result) => result.map_err(|error| classify(error, store, &self.stderr, limits)),
+            Err(Stop::Cancelled) => Err(CallFailure::Cancelled),
+            Err(Stop::Deadline) => Err(CallFailure::Deadline {
+                limit_ms: limits.deadline_ms,
+            }),
         };
         if metered {
             self.fuel_used += budget.saturating_sub(store.get_fuel().unwrap_or(0));
@@ -247,6 +251,66 @@ impl Run {
         self.net = store.data().grants.network.record();
         result
     }
+}
+
+/// Why [`bounded`] stopped a body before it finished.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    Cancelled,
+    Deadline,
+}
+
+/// Run `body` until it finishes, `cancel` fires or `deadline` passes. Each
+/// time the body is about to run, cancellation wins over the deadline and
+/// both over the body, as in a biased `select!` in that order.
+///
+/// Unlike such a `select!`, the cancellation waiter and the timer are armed
+/// only once the body has waited. Most calls finish in the body's first
+/// poll (a guest's file operations run inline), and a timer armed for them
+/// cost more than the rest of their bounding: inserting one into an empty
+/// timer wheel (calls are brief, so it usually is empty) writes the I/O
+/// driver's eventfd to wake whichever thread parks on it, and dropping one
+/// takes the driver's lock. Until the body waits, the clock is read instead.
+async fn bounded<F: Future>(
+    body: F,
+    cancel: &CancellationToken,
+    deadline: Duration,
+) -> Result<F::Output, Stop> {
+    // tokio's clock, so that a test's paused time moves both.
+    let until = tokio::time::Instant::now() + deadline;
+    let mut body = pin!(body);
+    let mut cancelled = pin!(None::<WaitForCancellationFuture<'_>>);
+    let mut timer = pin!(None::<tokio::time::Sleep>);
+    std::future::poll_fn(|cx| {
+        if cancel.is_cancelled() {
+            return Poll::Ready(Err(Stop::Cancelled));
+        }
+        if tokio::time::Instant::now() >= until {
+            return Poll::Ready(Err(Stop::Deadline));
+        }
+        if let Poll::Ready(output) = body.as_mut().poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        // The body waits: from now on, both wake this future.
+        if cancelled.is_none() {
+            cancelled.set(Some(cancel.cancelled()));
+        }
+        if timer.is_none() {
+            timer.set(Some(tokio::time::sleep_until(until)));
+        }
+        if let Some(cancelled) = cancelled.as_mut().as_pin_mut()
+            && cancelled.poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(Stop::Cancelled));
+        }
+        if let Some(timer) = timer.as_mut().as_pin_mut()
+            && timer.poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(Stop::Deadline));
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// The WASI context of a run reaching only what `grants` give, writing
@@ -602,6 +666,89 @@ impl tokio::io::AsyncWrite for Capture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn bounded_runs_a_body_that_finishes_at_once() {
+        let cancel = CancellationToken::new();
+        let finished = bounded(async { 7 }, &cancel, Duration::from_secs(30)).await;
+        assert_eq!(finished, Ok(7));
+    }
+
+    #[tokio::test]
+    async fn bounded_runs_a_body_that_waits_to_its_end() {
+        let cancel = CancellationToken::new();
+        let body = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::task::yield_now().await;
+            3
+        };
+        assert_eq!(bounded(body, &cancel, Duration::from_secs(30)).await, Ok(3));
+    }
+
+    #[tokio::test]
+    async fn bounded_does_not_start_a_body_cancelled_or_out_of_time() {
+        let cancel = CancellationToken::new();
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let body = || async {
+            started.store(true, std::sync::atomic::Ordering::Relaxed);
+        };
+        assert_eq!(
+            bounded(body(), &cancel, Duration::ZERO).await,
+            Err(Stop::Deadline)
+        );
+        cancel.cancel();
+        // Cancellation wins over the deadline.
+        assert_eq!(
+            bounded(body(), &cancel, Duration::ZERO).await,
+            Err(Stop::Cancelled)
+        );
+        assert_eq!(
+            bounded(body(), &cancel, Duration::from_secs(30)).await,
+            Err(Stop::Cancelled)
+        );
+        assert!(!started.load(std::sync::atomic::Ordering::Relaxed));
+    }
+
+    #[tokio::test]
+    async fn bounded_stops_a_waiting_body_at_its_deadline() {
+        let cancel = CancellationToken::new();
+        let stopped = bounded(
+            std::future::pending::<()>(),
+            &cancel,
+            Duration::from_millis(20),
+        );
+        assert_eq!(stopped.await, Err(Stop::Deadline));
+    }
+
+    #[tokio::test]
+    async fn bounded_stops_a_waiting_body_when_cancelled() {
+        let cancel = CancellationToken::new();
+        let canceller = cancel.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            canceller.cancel();
+        });
+        let stopped = bounded(
+            std::future::pending::<()>(),
+            &cancel,
+            Duration::from_secs(30),
+        );
+        assert_eq!(stopped.await, Err(Stop::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn bounded_stops_a_body_that_keeps_waking_itself_at_its_deadline() {
+        // A guest that yields at every fuel interval wakes itself at once:
+        // the deadline must still stop it.
+        let cancel = CancellationToken::new();
+        let spinning = async {
+            loop {
+                tokio::task::yield_now().await;
+            }
+        };
+        let stopped = bounded(spinning, &cancel, Duration::from_millis(20));
+        assert_eq!(stopped.await, Err(Stop::Deadline));
+    }
 
     #[test]
     fn a_fault_address_is_read_from_wasmtimes_context_not_the_backtrace() {
