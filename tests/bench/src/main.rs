@@ -798,7 +798,7 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
         "{:<8}{:>12}{:>12}{:>16}{:>18}{:>18}",
         "run", "calls/s", "elapsed ms", "peak RSS MiB", "server CPU µs", "client CPU µs"
     );
-    let cpu_cell = |us: Option<f64>| us.map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1}"));
+    let cpu_cell = |us: Option<f64>| us.map_or_else(|| "-".to_owned(), |us| format!("{us:.1}"));
     for (i, r) in runs.iter().enumerate() {
         println!(
             "{:<8}{:>12.0}{:>12.1}{:>16}{:>18}{:>18}",
