@@ -153,8 +153,12 @@ pub struct Admission {
 #[derive(Default)]
 struct AdmissionState {
     /// Unanswered requests by id (a client may reuse an id), each with its
-    /// share of the budget.
-    in_flight: std::collections::HashMap<String, Vec<tokio::sync::OwnedSemaphorePermit>>,
+    /// share of the budget. Keyed by the id itself: `7` and `"7"` differ,
+    /// and a key costs no allocation (a string id is shared, not copied).
+    in_flight: std::collections::HashMap<
+        rmcp::model::RequestId,
+        smallvec::SmallVec<[tokio::sync::OwnedSemaphorePermit; 1]>,
+    >,
     requests: usize,
     pending_output: usize,
 }
@@ -197,14 +201,14 @@ impl Admission {
     }
 
     /// A request `id` was read, holding `permit` until it is answered.
-    fn admit(&self, id: String, permit: tokio::sync::OwnedSemaphorePermit) {
+    fn admit(&self, id: rmcp::model::RequestId, permit: tokio::sync::OwnedSemaphorePermit) {
         let mut state = self.state();
         state.requests += 1;
         state.in_flight.entry(id).or_default().push(permit);
     }
 
     /// Request `id` was answered or cancelled: release it (once).
-    fn settle(&self, id: &str) {
+    fn settle(&self, id: &rmcp::model::RequestId) {
         let mut state = self.state();
         let Some(permits) = state.in_flight.get_mut(id) else {
             return;
@@ -227,14 +231,6 @@ impl Admission {
         state.pending_output = state.pending_output.saturating_sub(bytes);
         drop(state);
         self.changed.notify_waiters();
-    }
-}
-
-/// A request id as a map key (`7` and `"7"` are different ids).
-fn id_key(id: &rmcp::model::RequestId) -> String {
-    match id {
-        rmcp::model::NumberOrString::Number(n) => format!("n{n}"),
-        rmcp::model::NumberOrString::String(s) => format!("s{s}"),
     }
 }
 
@@ -381,7 +377,7 @@ impl Input {
     ) -> bool {
         let message = match message {
             ClientJsonRpcMessage::Request(request) => {
-                self.gate.admit(id_key(&request.id), permit);
+                self.gate.admit(request.id.clone(), permit);
                 let (writer, gate) = (Arc::clone(&self.replies), Arc::clone(&self.gate));
                 let answer = move |answer| async move {
                     // As rmcp's loop does, a failed write is logged.
@@ -399,7 +395,7 @@ impl Input {
                     &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
-                    self.gate.settle(&id_key(id));
+                    self.gate.settle(id);
                     self.calls.cancelled(id);
                 }
                 match self.calls.take_notification(notification) {
@@ -422,18 +418,43 @@ async fn send(
     item: ServerJsonRpcMessage,
 ) -> std::io::Result<()> {
     let answers = match &item {
-        ServerJsonRpcMessage::Response(response) => Some(id_key(&response.id)),
-        ServerJsonRpcMessage::Error(error) => error.id.as_ref().map(id_key),
+        ServerJsonRpcMessage::Response(response) => Some(response.id.clone()),
+        ServerJsonRpcMessage::Error(error) => error.id.clone(),
         _ => None,
     };
-    let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    let written = write_line(writer, &line).await;
+    SCRATCH
+        .with_borrow_mut(|line| {
+            line.clear();
+            let serialized = serde_json::to_writer(&mut *line, &item);
+            if serialized.is_ok() {
+                line.push(b'\n');
+                queue(writer, line);
+            }
+            if line.capacity() > KEPT_BUFFER_BYTES {
+                *line = Vec::new();
+            }
+            serialized
+        })
+        .map_err(std::io::Error::other)?;
+    let written = write_queued(writer).await;
     if let Some(id) = answers {
         admission.settle(&id);
     }
     written
 }
+
+thread_local! {
+    /// Where this thread serialises replies before queueing them. Its
+    /// capacity is kept (up to [`KEPT_BUFFER_BYTES`]), so a reply allocates
+    /// nothing of its own: a fresh buffer grew five times for a listing,
+    /// each `realloc` taking malloc's arena lock, which the other worker
+    /// thread often holds (`docs/benchmarks.md`, round five).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most a reply buffer keeps between replies: a 16 MiB reply leaves no
+/// 16 MiB buffer behind.
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Stdin as a non-blocking pipe, if it is a pipe.
 fn pipe_reader() -> Option<tokio::net::unix::pipe::Receiver> {
@@ -523,16 +544,27 @@ fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
 /// their write failed). An error is the error of a write this call made;
 /// a line left to another sender is reported as queued.
 async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
+    queue(writer, line);
+    write_queued(writer).await
+}
+
+/// Queue `line` for [`write_queued`].
+fn queue(writer: &Writer, line: &[u8]) {
     // Counted before it is queued: a holder may write it at once.
     writer.admission.output_queued(line.len());
     lock(&writer.pending).extend_from_slice(line);
+}
+
+/// Write everything queued unless another sender holds the sink (see
+/// [`write_line`]).
+async fn write_queued(writer: &Writer) -> std::io::Result<()> {
     loop {
         let Ok(mut sink) = writer.sink.try_lock() else {
             // The holder writes it: it looks at the queue again after it
             // lets go of the sink (below), so no line is left behind.
             return Ok(());
         };
-        let batch = std::mem::take(&mut *lock(&writer.pending));
+        let mut batch = std::mem::take(&mut *lock(&writer.pending));
         if !batch.is_empty() {
             let written = match sink.write_all(&batch).await {
                 Ok(()) => sink.flush().await,
@@ -540,6 +572,16 @@ async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
             };
             writer.admission.output_written(batch.len());
             written?;
+            // The buffer goes back for the next lines, unless some were
+            // queued meanwhile (they are in a buffer of their own) or it
+            // grew large.
+            if batch.capacity() <= KEPT_BUFFER_BYTES {
+                batch.clear();
+                let mut pending = lock(&writer.pending);
+                if pending.is_empty() {
+                    std::mem::swap(&mut *pending, &mut batch);
+                }
+            }
         }
         drop(sink);
         // Lines queued meanwhile by senders that found the sink taken:
@@ -602,6 +644,105 @@ mod tests {
     async fn splits_lines_and_keeps_the_last_unterminated_one() {
         assert_eq!(lines(b"a\nbc\nd").await, ["a\n", "bc\n", "d"]);
         assert!(lines(b"").await.is_empty());
+    }
+
+    fn admission() -> Arc<Admission> {
+        let limits = StdioLimits {
+            max_requests_in_flight: 8,
+            max_pending_output: 64 << 20,
+            one_thread: None,
+        };
+        Arc::new(Admission::new(
+            limits,
+            Arc::new(crate::RequestBudget::new(8 << 10)),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_request_is_settled_once_under_its_own_id() {
+        let admission = admission();
+        let seven = rmcp::model::RequestId::Number(7);
+        let quoted = rmcp::model::RequestId::String("7".into());
+        // A client may reuse an id while a request under it is in flight.
+        for id in [&seven, &seven, &quoted] {
+            let permit = admission.reserve(2 << 10).await.expect("budget");
+            admission.admit(id.clone(), permit);
+        }
+        assert_eq!(admission.state().requests, 3);
+        // `"7"` is not `7`, and settling twice releases it once.
+        admission.settle(&quoted);
+        admission.settle(&quoted);
+        assert_eq!(admission.state().requests, 2);
+        admission.settle(&rmcp::model::RequestId::Number(8));
+        assert_eq!(admission.state().requests, 2);
+        admission.settle(&seven);
+        assert_eq!(admission.state().requests, 1);
+        admission.settle(&seven);
+        assert_eq!(admission.state().requests, 0);
+        assert!(admission.state().in_flight.is_empty());
+        // Every permit is back: the whole budget can be held again.
+        let whole = admission.budget.reserve(8 << 10);
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_secs(5), whole)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn replies_go_out_whole_and_no_large_buffer_stays() {
+        use rmcp::model::{CallToolResult, ContentBlock, ServerResult};
+        let admission = admission();
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let writer: Writer = Arc::new(Out {
+            pending: std::sync::Mutex::new(Vec::new()),
+            sink: Mutex::new(Box::new(server)),
+            admission: Arc::clone(&admission),
+        });
+        let reply = |id: i64, text: String| {
+            ServerJsonRpcMessage::response(
+                ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(
+                    text,
+                )])),
+                rmcp::model::RequestId::Number(id),
+            )
+        };
+        let big = "x".repeat(4 * KEPT_BUFFER_BYTES);
+        let reading = tokio::spawn(async move {
+            let mut lines = BufReader::new(client).lines();
+            let mut texts = Vec::new();
+            while let Some(line) = lines.next_line().await.expect("read") {
+                let value: Value = serde_json::from_str(&line).expect("one JSON reply a line");
+                texts.push((
+                    value["id"].as_i64().expect("id"),
+                    value["result"]["content"][0]["text"]
+                        .as_str()
+                        .expect("text")
+                        .len(),
+                ));
+                if texts.len() == 3 {
+                    break;
+                }
+            }
+            texts
+        });
+        for (id, text) in [
+            (1, "small".to_owned()),
+            (2, big.clone()),
+            (3, "small".to_owned()),
+        ] {
+            send(&writer, &admission, reply(id, text))
+                .await
+                .expect("written");
+        }
+        assert_eq!(
+            reading.await.expect("reader"),
+            [(1, 5), (2, big.len()), (3, 5)]
+        );
+        // The buffers kept for the next replies stay small.
+        assert!(SCRATCH.with_borrow(Vec::capacity) <= KEPT_BUFFER_BYTES);
+        assert!(lock(&writer.pending).capacity() <= KEPT_BUFFER_BYTES);
+        assert_eq!(admission.state().pending_output, 0);
     }
 
     #[tokio::test]
