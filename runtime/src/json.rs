@@ -17,6 +17,9 @@
 //!   never recurses deeper than that.
 //! - [`escaped_len`] is the length of a string once JSON-encoded (quotes and
 //!   escapes included), as serde_json writes it.
+//!
+//! It also serialises replies ([`with_serialized`], [`to_vec`]) through a
+//! buffer each thread keeps, so that a reply does not grow a fresh one.
 
 use std::fmt;
 
@@ -92,6 +95,52 @@ pub fn escaped_len(text: &str) -> usize {
         })
         .sum();
     text.len() + extra + 2
+}
+
+/// Serialise `value` and hand its JSON text to `take`, from a buffer this
+/// thread keeps between calls (up to [`KEPT_BUFFER_BYTES`] of it). A reply
+/// serialised into a fresh `Vec` grows it several times, and each
+/// `realloc` takes malloc's arena lock, which under load the other worker
+/// thread often holds (`docs/benchmarks.md`, round five). Should `take`
+/// serialise again, that inner call uses a buffer of its own.
+///
+/// # Errors
+///
+/// `value` cannot be serialised (`take` is not called).
+pub fn with_serialized<T: serde::Serialize + ?Sized, R>(
+    value: &T,
+    take: impl FnOnce(&[u8]) -> R,
+) -> serde_json::Result<R> {
+    SCRATCH.with(|scratch| {
+        let Ok(mut buffer) = scratch.try_borrow_mut() else {
+            // Called from within `take`: a buffer of its own.
+            return serde_json::to_vec(value).map(|bytes| take(&bytes));
+        };
+        buffer.clear();
+        let serialized = serde_json::to_writer(&mut *buffer, value).map(|()| take(&buffer));
+        if buffer.capacity() > KEPT_BUFFER_BYTES {
+            *buffer = Vec::new();
+        }
+        serialized
+    })
+}
+
+/// `value` as JSON text in a `Vec` of exactly its length (one allocation;
+/// see [`with_serialized`]).
+///
+/// # Errors
+///
+/// `value` cannot be serialised.
+pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    with_serialized(value, <[u8]>::to_vec)
+}
+
+/// The most a serialisation buffer keeps between uses: a 16 MiB reply
+/// leaves no 16 MiB buffer behind.
+pub const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The length of `bytes` once base64-encoded (standard, padded), quotes
@@ -216,6 +265,44 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialised_text_is_the_same_and_no_large_buffer_stays() {
+        let values = [
+            serde_json::json!({"a": [1, "two\n", null], "b": {"c": 1.5}}),
+            Value::String("x".repeat(4 * KEPT_BUFFER_BYTES)),
+            serde_json::json!([]),
+        ];
+        for value in &values {
+            let expected = serde_json::to_vec(value).expect("serialisable");
+            assert_eq!(to_vec(value).expect("serialisable"), expected);
+            assert_eq!(
+                with_serialized(value, <[u8]>::len).expect("serialisable"),
+                expected.len()
+            );
+            assert!(SCRATCH.with_borrow(Vec::capacity) <= KEPT_BUFFER_BYTES);
+        }
+        // Serialising again from within `take` works, with its own buffer.
+        let nested = with_serialized(&values[0], |outer| {
+            let inner = to_vec(&values[2]).expect("serialisable");
+            (outer.to_vec(), inner)
+        })
+        .expect("serialisable");
+        assert_eq!(
+            nested,
+            (serde_json::to_vec(&values[0]).unwrap(), b"[]".to_vec())
+        );
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_serialised_is_an_error_and_take_is_not_called() {
+        // A map with a non-string key is not JSON.
+        let map = std::collections::BTreeMap::from([((1, 2), 3)]);
+        let mut called = false;
+        assert!(with_serialized(&map, |_| called = true).is_err());
+        assert!(!called);
+        assert!(to_vec(&map).is_err());
+    }
 
     #[test]
     fn parses_within_the_budget_and_refuses_beyond_it() {

@@ -142,7 +142,7 @@ impl McpServer {
                 (ServerJsonRpcMessage::error(error, Some(id)), status)
             }
         };
-        match serde_json::to_vec(&message) {
+        match crate::json::to_vec(&message) {
             Ok(bytes) => (status, bytes),
             Err(error) => {
                 tracing::error!(%error, "cannot serialise a tools/call answer");

@@ -422,19 +422,7 @@ async fn send(
         ServerJsonRpcMessage::Error(error) => error.id.clone(),
         _ => None,
     };
-    SCRATCH
-        .with_borrow_mut(|line| {
-            line.clear();
-            let serialized = serde_json::to_writer(&mut *line, &item);
-            if serialized.is_ok() {
-                line.push(b'\n');
-                queue(writer, line);
-            }
-            if line.capacity() > KEPT_BUFFER_BYTES {
-                *line = Vec::new();
-            }
-            serialized
-        })
+    crate::json::with_serialized(&item, |line| queue(writer, &[line, b"\n"]))
         .map_err(std::io::Error::other)?;
     let written = write_queued(writer).await;
     if let Some(id) = answers {
@@ -443,18 +431,8 @@ async fn send(
     written
 }
 
-thread_local! {
-    /// Where this thread serialises replies before queueing them. Its
-    /// capacity is kept (up to [`KEPT_BUFFER_BYTES`]), so a reply allocates
-    /// nothing of its own: a fresh buffer grew five times for a listing,
-    /// each `realloc` taking malloc's arena lock, which the other worker
-    /// thread often holds (`docs/benchmarks.md`, round five).
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The most a reply buffer keeps between replies: a 16 MiB reply leaves no
-/// 16 MiB buffer behind.
-const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+/// The most the writer's queue buffer keeps between writes.
+const KEPT_BUFFER_BYTES: usize = crate::json::KEPT_BUFFER_BYTES;
 
 /// Stdin as a non-blocking pipe, if it is a pipe.
 fn pipe_reader() -> Option<tokio::net::unix::pipe::Receiver> {
@@ -544,15 +522,20 @@ fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
 /// their write failed). An error is the error of a write this call made;
 /// a line left to another sender is reported as queued.
 async fn write_line(writer: &Writer, line: &[u8]) -> std::io::Result<()> {
-    queue(writer, line);
+    queue(writer, &[line]);
     write_queued(writer).await
 }
 
-/// Queue `line` for [`write_queued`].
-fn queue(writer: &Writer, line: &[u8]) {
+/// Queue the line made of `parts` for [`write_queued`].
+fn queue(writer: &Writer, parts: &[&[u8]]) {
     // Counted before it is queued: a holder may write it at once.
-    writer.admission.output_queued(line.len());
-    lock(&writer.pending).extend_from_slice(line);
+    writer
+        .admission
+        .output_queued(parts.iter().map(|part| part.len()).sum());
+    let mut pending = lock(&writer.pending);
+    for part in parts {
+        pending.extend_from_slice(part);
+    }
 }
 
 /// Write everything queued unless another sender holds the sink (see
@@ -740,7 +723,6 @@ mod tests {
             [(1, 5), (2, big.len()), (3, 5)]
         );
         // The buffers kept for the next replies stay small.
-        assert!(SCRATCH.with_borrow(Vec::capacity) <= KEPT_BUFFER_BYTES);
         assert!(lock(&writer.pending).capacity() <= KEPT_BUFFER_BYTES);
         assert_eq!(admission.state().pending_output, 0);
     }
