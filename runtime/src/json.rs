@@ -290,7 +290,10 @@ mod tests {
         .expect("serialisable");
         assert_eq!(
             nested,
-            (serde_json::to_vec(&values[0]).unwrap(), b"[]".to_vec())
+            (
+                serde_json::to_vec(&values[0]).expect("serialisable"),
+                b"[]".to_vec()
+            )
         );
     }
 
