@@ -709,7 +709,11 @@ impl Stop {
 /// JSON text, for the guest, if they pass.
 async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String, Box<Stop>> {
     let name = &tool.spec.descriptor.name;
-    let text = arguments.to_string();
+    // One allocation of the exact length (`to_string` grows its buffer).
+    let text = crate::json::with_serialized(arguments, |bytes| {
+        String::from_utf8_lossy(bytes).into_owned()
+    })
+    .unwrap_or_else(|_| arguments.to_string());
     match validate(&tool.spec, Which::Input, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(

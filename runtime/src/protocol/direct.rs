@@ -272,7 +272,9 @@ fn mentions_header_annotation(schema: &serde_json::Map<String, Value>) -> bool {
     if schema.contains_key("x-mcp-header") {
         return true;
     }
-    let mut pending: Vec<&Value> = schema.values().collect();
+    // On the stack for the schemas tools declare; a deep one spills to the
+    // heap rather than recursing.
+    let mut pending: smallvec::SmallVec<[&Value; 32]> = schema.values().collect();
     while let Some(value) = pending.pop() {
         match value {
             Value::Object(map) if map.contains_key("x-mcp-header") => return true,
