@@ -38,12 +38,11 @@ impl McpServer {
             return self.handle_task_call(request, ctx, declared, start).await;
         }
         let client_roots = self.client_roots(&ctx.peer, stateless).await;
-        let arguments = request.arguments.clone().unwrap_or_default();
         let (services, replay) = client_services(
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &request.name,
-            &arguments,
+            request.arguments.as_ref(),
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
@@ -119,7 +118,7 @@ impl McpServer {
             self.dispatcher.config().state_keys.as_ref(),
             caller(&ctx),
             &request.name,
-            &arguments,
+            Some(&arguments),
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;

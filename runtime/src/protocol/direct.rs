@@ -174,12 +174,11 @@ impl McpServer {
             info,
         } = call;
         let config = self.dispatcher.config();
-        let arguments = params.arguments.clone().unwrap_or_default();
         let replay = replay_answers(
             config.state_keys.as_ref(),
             caller,
             &params.name,
-            &arguments,
+            params.arguments.as_ref(),
             params.request_state.as_deref(),
             params.input_responses.take(),
         )?;

@@ -375,14 +375,13 @@ impl ServerHandler for McpServer {
         mut request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let arguments = request.arguments.clone().unwrap_or_default();
         // A prompt may ask the user as a call may; its questions are bound
         // to the prompt and its arguments as a call's are.
         let (services, replay) = client_services(
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &format!("prompt:{}", request.name),
-            &arguments,
+            request.arguments.as_ref(),
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;

@@ -82,7 +82,7 @@ pub(super) fn client_services(
     keys: Option<&Arc<crate::config::StateKeys>>,
     ctx: &RequestContext<RoleServer>,
     what: &str,
-    arguments: &serde_json::Map<String, serde_json::Value>,
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<(Arc<dyn ClientServices>, Option<Replay>), McpError> {
@@ -112,7 +112,7 @@ pub(super) fn replay_answers(
     keys: Option<&Arc<crate::config::StateKeys>>,
     caller: Option<&Caller>,
     what: &str,
-    arguments: &serde_json::Map<String, serde_json::Value>,
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<Replay, McpError> {
@@ -121,7 +121,9 @@ pub(super) fn replay_answers(
         bound: (
             caller.map(Caller::key),
             what.to_owned(),
-            serde_json::Value::Object(arguments.clone()),
+            // The one copy a call makes of its arguments, for a digest
+            // made only if a state is checked or signed.
+            serde_json::Value::Object(arguments.cloned().unwrap_or_default()),
         ),
         digest: std::sync::OnceLock::new(),
         answers: std::collections::BTreeMap::new(),
