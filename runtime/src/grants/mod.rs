@@ -150,7 +150,9 @@ impl CallGrants {
     /// Nothing at all: what loading (`describe`, listing) and serving
     /// resources and prompts run with.
     pub fn none() -> CallGrants {
-        Grants::default().prepare(CallContext {
+        // Every instance made ahead of a call starts with these.
+        static NONE: std::sync::LazyLock<Grants> = std::sync::LazyLock::new(Grants::default);
+        NONE.prepare(CallContext {
             tool: "(loading or serving a resource or prompt)",
             client_roots: None,
             caller: CallerLimits::default(),

@@ -40,7 +40,15 @@ const TRANSFER_SLACK: u64 = 64 * 1024;
 /// Per-store state: WASI, the resource table, the limiter and where guest
 /// events go.
 pub struct HostState {
-    wasi: WasiCtx,
+    /// The run's WASI context, made from `grants` the first time the guest
+    /// uses WASI: an instance made ahead of its call, which must not touch
+    /// the host before it is bound, never makes one for the grants it is
+    /// bound away from (a context is a dozen allocations and a seeded
+    /// random generator).
+    wasi: Option<WasiCtx>,
+    /// The run's captures of the guest's stdout and stderr, for that
+    /// context.
+    stdio: (Capture, Capture),
     pub(super) table: ResourceTable,
     http: wasmtime_wasi_http::WasiHttpCtx,
     /// What the call may reach beyond WASI's context: the network gate,
@@ -76,8 +84,12 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         self.touched = true;
+        let (stdout, stderr) = &self.stdio;
+        let ctx = self
+            .wasi
+            .get_or_insert_with(|| wasi_context(stdout, stderr, &self.grants));
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx,
             table: &mut self.table,
         }
     }
@@ -123,13 +135,13 @@ impl Run {
     ) -> Run {
         let stdout = Capture::new();
         let stderr = Capture::new();
-        let wasi = wasi_context(&stdout, &stderr, &grants);
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
         let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
         http.set_field_size_limit(MAX_HTTP_FIELDS_BYTES);
         let state = HostState {
-            wasi,
+            wasi: None,
+            stdio: (stdout.clone(), stderr.clone()),
             table,
             http,
             grants,
@@ -172,12 +184,12 @@ impl Run {
     /// limits. Only for a store whose guest has not touched the host
     /// ([`Run::touched`]), so nothing of the placeholder was seen.
     pub fn bind(&mut self, limits: &Limits, grants: CallGrants, events: Option<EventSink>) {
-        let wasi = wasi_context(&self.stdout, &self.stderr, &grants);
         let Some(store) = self.store.as_mut() else {
             return;
         };
         let state = store.data_mut();
-        state.wasi = wasi;
+        // Made from these grants when the guest first uses WASI.
+        state.wasi = None;
         state.grants = grants;
         state.preopens = None;
         state.events = events;
