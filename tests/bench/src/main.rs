@@ -821,7 +821,8 @@ async fn throughput(args: ThroughputArgs) -> anyhow::Result<()> {
     );
     println!(
         "\nCPU µs: per timed call, from /proc (user + system, every thread), exact to ±{resolution:.1} µs a call \
-         at {} calls; the client is this benchmark",
+         at {} calls; the server is the process started (a wrapper that forks \
+         the server instead of exec'ing it hides it), the client is this benchmark",
         args.calls
     );
     Ok(())
