@@ -135,6 +135,13 @@ pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec
     with_serialized(value, <[u8]>::to_vec)
 }
 
+/// `value` as JSON text, in one allocation of its length. A `Value`
+/// always serialises (its keys are strings), so there is no error to
+/// return.
+pub fn value_text(value: &Value) -> String {
+    with_serialized(value, |bytes| String::from_utf8_lossy(bytes).into_owned()).unwrap_or_default()
+}
+
 /// The most a serialisation buffer keeps between uses: a 16 MiB reply
 /// leaves no 16 MiB buffer behind.
 pub const KEPT_BUFFER_BYTES: usize = 64 * 1024;
@@ -282,6 +289,7 @@ mod tests {
             );
             assert!(SCRATCH.with_borrow(Vec::capacity) <= KEPT_BUFFER_BYTES);
         }
+        assert_eq!(value_text(&values[0]), values[0].to_string());
         // Serialising again from within `take` works, with its own buffer.
         let nested = with_serialized(&values[0], |outer| {
             let inner = to_vec(&values[2]).expect("serialisable");

@@ -124,6 +124,10 @@ pub struct ToolSpec {
     pub input_validator: Schema,
     /// Compiled output schema, if declared.
     pub output_validator: Option<Schema>,
+    /// Whether the input schema mentions `x-mcp-header` anywhere: rmcp
+    /// checks `Mcp-Param-*` headers against such annotations, so HTTP
+    /// calls of this tool are left to it (`protocol::direct`).
+    pub header_annotated: bool,
 }
 
 /// A tool ready to call: its spec, component and concurrency permits.

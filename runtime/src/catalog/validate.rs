@@ -352,7 +352,9 @@ pub(super) fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ToolSp
             Some(schema) => Some(compile("output", schema)?),
             None => None,
         };
+        let header_annotated = mentions_header_annotation(&input_schema);
         tools.push(ToolSpec {
+            header_annotated,
             descriptor: ToolDescriptor {
                 name: d.name,
                 title: d.title,
@@ -419,9 +421,45 @@ fn object_schema(tool: &str, kind: &str, text: &str) -> Result<Map<String, Value
     Ok(map)
 }
 
+/// Whether `x-mcp-header` appears anywhere in `schema` (a superset of the
+/// annotations rmcp reads, which sit on `properties` chains). Walked with a
+/// stack of its own: the schema comes from a guest.
+fn mentions_header_annotation(schema: &Map<String, Value>) -> bool {
+    if schema.contains_key("x-mcp-header") {
+        return true;
+    }
+    let mut pending: Vec<&Value> = schema.values().collect();
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(map) if map.contains_key("x-mcp-header") => return true,
+            Value::Object(map) => pending.extend(map.values()),
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_annotations_are_found_at_any_depth() {
+        let plain = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert!(!mentions_header_annotation(
+            plain.as_object().expect("an object")
+        ));
+        let nested =
+            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": "B"}}}}});
+        assert!(mentions_header_annotation(
+            nested.as_object().expect("an object")
+        ));
+        let in_array = serde_json::json!({"anyOf": [{"x-mcp-header": "A"}]});
+        assert!(mentions_header_annotation(
+            in_array.as_object().expect("an object")
+        ));
+    }
     use crate::call::Annotations;
 
     fn raw(name: &str, input: &str, output: Option<&str>) -> RawDescriptor {

@@ -710,10 +710,7 @@ impl Stop {
 async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String, Box<Stop>> {
     let name = &tool.spec.descriptor.name;
     // One allocation of the exact length (`to_string` grows its buffer).
-    let text = crate::json::with_serialized(arguments, |bytes| {
-        String::from_utf8_lossy(bytes).into_owned()
-    })
-    .unwrap_or_else(|_| arguments.to_string());
+    let text = crate::json::value_text(arguments);
     match validate(&tool.spec, Which::Input, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(

@@ -29,7 +29,6 @@ use rmcp::model::{
     CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, Implementation,
     ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
@@ -99,7 +98,7 @@ impl McpServer {
         if catalog
             .tools
             .get(params.name.as_ref())
-            .is_some_and(|tool| mentions_header_annotation(&tool.spec.descriptor.input_schema))
+            .is_some_and(|tool| tool.spec.header_annotated)
         {
             return None;
         }
@@ -264,27 +263,6 @@ fn accepts_json_and_events(headers: &HeaderMap) -> Option<bool> {
     Some(json && events)
 }
 
-/// Whether `x-mcp-header` appears anywhere in `schema` (a superset of the
-/// annotations rmcp reads, which sit on `properties` chains). Walked with a
-/// stack of its own: the schema comes from a guest.
-fn mentions_header_annotation(schema: &serde_json::Map<String, Value>) -> bool {
-    if schema.contains_key("x-mcp-header") {
-        return true;
-    }
-    // On the stack for the schemas tools declare; a deep one spills to the
-    // heap rather than recursing.
-    let mut pending: smallvec::SmallVec<[&Value; 32]> = schema.values().collect();
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Object(map) if map.contains_key("x-mcp-header") => return true,
-            Value::Object(map) => pending.extend(map.values()),
-            Value::Array(items) => pending.extend(items),
-            _ => {}
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,23 +309,6 @@ mod tests {
         assert!(is_json("Application/JSON; charset=utf-8"));
         assert!(!is_json("text/plain"));
         assert!(!is_json("application/json-seq"));
-    }
-
-    #[test]
-    fn header_annotations_are_found_at_any_depth() {
-        let plain = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        assert!(!mentions_header_annotation(
-            plain.as_object().expect("an object")
-        ));
-        let nested =
-            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": "B"}}}}});
-        assert!(mentions_header_annotation(
-            nested.as_object().expect("an object")
-        ));
-        let in_array = serde_json::json!({"anyOf": [{"x-mcp-header": "A"}]});
-        assert!(mentions_header_annotation(
-            in_array.as_object().expect("an object")
-        ));
     }
 
     #[test]

@@ -431,9 +431,6 @@ async fn send(
     written
 }
 
-/// The most the writer's queue buffer keeps between writes.
-const KEPT_BUFFER_BYTES: usize = crate::json::KEPT_BUFFER_BYTES;
-
 /// Stdin as a non-blocking pipe, if it is a pipe.
 fn pipe_reader() -> Option<tokio::net::unix::pipe::Receiver> {
     use std::os::fd::AsFd as _;
@@ -558,7 +555,7 @@ async fn write_queued(writer: &Writer) -> std::io::Result<()> {
             // The buffer goes back for the next lines, unless some were
             // queued meanwhile (they are in a buffer of their own) or it
             // grew large.
-            if batch.capacity() <= KEPT_BUFFER_BYTES {
+            if batch.capacity() <= crate::json::KEPT_BUFFER_BYTES {
                 batch.clear();
                 let mut pending = lock(&writer.pending);
                 if pending.is_empty() {
@@ -690,7 +687,7 @@ mod tests {
                 rmcp::model::RequestId::Number(id),
             )
         };
-        let big = "x".repeat(4 * KEPT_BUFFER_BYTES);
+        let big = "x".repeat(4 * crate::json::KEPT_BUFFER_BYTES);
         let reading = tokio::spawn(async move {
             let mut lines = BufReader::new(client).lines();
             let mut texts = Vec::new();
@@ -723,7 +720,7 @@ mod tests {
             [(1, 5), (2, big.len()), (3, 5)]
         );
         // The buffers kept for the next replies stay small.
-        assert!(lock(&writer.pending).capacity() <= KEPT_BUFFER_BYTES);
+        assert!(lock(&writer.pending).capacity() <= crate::json::KEPT_BUFFER_BYTES);
         assert_eq!(admission.state().pending_output, 0);
     }
 
