@@ -243,11 +243,14 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
         self.charge(0)?;
-        let mut items = Vec::new();
+        // Gathered on the stack first: the array's buffer is then allocated
+        // once, at its size, where growing a `Vec` would `realloc` it twice
+        // by eight items (and each `realloc` takes malloc's arena lock).
+        let mut items = smallvec::SmallVec::<[Value; 8]>::new();
         while let Some(item) = seq.next_element_seed(self.reborrow())? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(items.into_vec()))
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
