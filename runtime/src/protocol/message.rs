@@ -21,8 +21,9 @@
 //! nor `error`), and of `ClientRequest`'s variants every one before
 //! `CallToolRequest` has a method of its own, fixed, so the first that can
 //! take a `tools/call` is `CallToolRequest`, whose fields are read here by
-//! the same types (`RequestId`, `JsonRpcVersion2_0`, `JsonObject`,
-//! `InputResponses`), `_meta` going where rmcp's `Request` puts it. A
+//! the same types (`RequestId`, `JsonObject`, `InputResponses`; `jsonrpc`
+//! held to the one value rmcp's `JsonRpcVersion2_0` takes), `_meta` going
+//! where rmcp's `Request` puts it. A
 //! table of cases and generated mutations of a call, in the tests, hold
 //! the two parses to the same answers, malformed and ambiguous messages
 //! included, so an rmcp release that changed either reasoning (a new
@@ -67,7 +68,9 @@ pub fn client_message(text: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
 /// whose own `_meta` that split leaves empty).
 #[derive(Deserialize)]
 struct Call<'a> {
-    jsonrpc: JsonRpcVersion2_0,
+    /// Read in place, where rmcp's type reads it into a `String` first.
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
     id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
@@ -102,7 +105,7 @@ impl Call<'_> {
     /// `CallToolRequest` has a method of its own, fixed, so the first that
     /// can take a `tools/call` is `CallToolRequest`.
     fn into_request(self) -> Option<JsonRpcRequest<ClientRequest>> {
-        if self.method != TOOLS_CALL || self.result.0 || self.error.0 {
+        if self.jsonrpc != "2.0" || self.method != TOOLS_CALL || self.result.0 || self.error.0 {
             return None;
         }
         let CallParams {
@@ -123,7 +126,7 @@ impl Call<'_> {
                 .insert(RequestMetaObject(MetaObject(meta)));
         }
         Some(JsonRpcRequest {
-            jsonrpc: self.jsonrpc,
+            jsonrpc: JsonRpcVersion2_0,
             id: self.id,
             request: ClientRequest::CallToolRequest(request),
         })
@@ -184,6 +187,9 @@ mod tests {
             // Escapes in the method and the keys.
             r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"t"}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","i\u0064":1,"m\u0065thod":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0 ","id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
+            r#"{"jsonrpc":2.0,"id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned(),
             // Extra keys at every level.
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","extra":true},"more":[1]}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":5}}}"#.to_owned(),
