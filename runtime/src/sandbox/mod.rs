@@ -557,15 +557,18 @@ impl Sandbox {
         };
         let mut run = self.bare(limits);
         run.yield_fuel = inline.then_some(INLINE_YIELD_FUEL);
-        let never = CancellationToken::new();
+        // Made ahead, for no call yet: nothing cancels it (a token made
+        // once, not one allocated per instance).
+        static NEVER: std::sync::LazyLock<CancellationToken> =
+            std::sync::LazyLock::new(CancellationToken::new);
         let started = Instant::now();
         let instance = match &component.kind {
             Kind::Contract(c) => c
-                .instantiate(&mut run, limits, &never)
+                .instantiate(&mut run, limits, &NEVER)
                 .await
                 .map(ReadyInstance::Contract),
             Kind::Plain(p) => p
-                .instantiate(&mut run, limits, &never)
+                .instantiate(&mut run, limits, &NEVER)
                 .await
                 .map(ReadyInstance::Plain),
         };
