@@ -244,8 +244,9 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
         self.charge(0)?;
         // Gathered on the stack first: the array's buffer is then allocated
-        // once, at its size, where growing a `Vec` would `realloc` it twice
-        // by eight items (and each `realloc` takes malloc's arena lock).
+        // once, at its size, where a growing `Vec` is reallocated at its
+        // fifth item and its ninth (and a `realloc` takes the lock of the
+        // arena that owns the buffer, often the other worker's).
         let mut items = smallvec::SmallVec::<[Value; 8]>::new();
         while let Some(item) = seq.next_element_seed(self.reborrow())? {
             items.push(item);
