@@ -195,9 +195,16 @@ pub async fn side_by_side(
             for &s in &order {
                 let c = &contenders[s];
                 let (tool, call) = &calls[o][s];
-                let run = latency_run(&c.command, tool, call, plan.calls, plan.warmup)
-                    .await
-                    .with_context(|| format!("`{}` latency of `{}`", c.label, op.tool))?;
+                let run = latency_run(
+                    &c.command,
+                    tool,
+                    call,
+                    plan.calls,
+                    plan.warmup,
+                    std::time::Duration::ZERO,
+                )
+                .await
+                .with_context(|| format!("`{}` latency of `{}`", c.label, op.tool))?;
                 figures[o][s].p50_us.push(us(run.latency.p50_ns));
                 figures[o][s].p99_us.push(us(run.latency.p99_ns));
             }

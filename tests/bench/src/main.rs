@@ -279,6 +279,13 @@ struct LatencyArgs {
     /// Untimed calls per run before the timed ones.
     #[arg(long, default_value_t = 200)]
     warmup: u64,
+    /// Milliseconds to wait after each timed call's reply before the next
+    /// call (at least: tokio's timer counts whole milliseconds). 0, the
+    /// default, calls back to back; a gap measures a call that finds the
+    /// server idle, as an agent's calls do, with whatever the server
+    /// prepares between calls ready. calls/s then counts the gaps.
+    #[arg(long, default_value_t = 0)]
+    gap_ms: u64,
     /// Runs, each with a fresh server.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
@@ -537,13 +544,30 @@ struct LatencyRun {
 async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
     let (arguments, call) = args.call.template()?;
     let command = args.server.command();
+    let gap = Duration::from_millis(args.gap_ms);
     let mut runs = Vec::new();
     for run in 1..=args.runs {
         let result = if args.transport.http {
             let call = args.transport.http_call(&args.call.tool, &arguments)?;
-            http_latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
+            http_latency_run(
+                &command,
+                &args.call.tool,
+                &call,
+                args.calls,
+                args.warmup,
+                gap,
+            )
+            .await
         } else {
-            latency_run(&command, &args.call.tool, &call, args.calls, args.warmup).await
+            latency_run(
+                &command,
+                &args.call.tool,
+                &call,
+                args.calls,
+                args.warmup,
+                gap,
+            )
+            .await
         };
         let result = result.with_context(|| format!("latency run {run}"))?;
         runs.push(result);
@@ -578,6 +602,7 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
             "arguments": arguments,
             "calls": args.calls,
             "warmup": args.warmup,
+            "gap_ms": args.gap_ms,
             "p50_us": round1(p50),
             "p90_us": round1(p90),
             "p99_us": round1(p99),
@@ -587,11 +612,16 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
         }));
     }
     println!(
-        "latency over {}: `{}`, {} sequential calls after {} warm-up, {} runs\nserver: {}\n",
+        "latency over {}: `{}`, {} sequential calls after {} warm-up{}, {} runs\nserver: {}\n",
         transport_name(&args.transport),
         args.call.tool,
         args.calls,
         args.warmup,
+        if args.gap_ms == 0 {
+            String::new()
+        } else {
+            format!(", {} ms between calls", args.gap_ms)
+        },
         args.runs,
         args.server.server.join(" ")
     );
@@ -623,6 +653,7 @@ async fn latency_run(
     call: &CallTemplate,
     calls: u64,
     warmup: u64,
+    gap: Duration,
 ) -> anyhow::Result<LatencyRun> {
     let mut server = start_with_tool(command, tool).await?;
     let mut buf = Vec::with_capacity(512);
@@ -638,6 +669,9 @@ async fn latency_run(
     for _ in 0..calls {
         let elapsed = server.timed_call(call, &mut buf).await?;
         samples.push(nanos(elapsed));
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
     }
     let total = start.elapsed();
     server.shutdown().await?;
@@ -872,6 +906,7 @@ async fn http_latency_run(
     call: &HttpRequest,
     calls: u64,
     warmup: u64,
+    gap: Duration,
 ) -> anyhow::Result<LatencyRun> {
     let server = start_http_with_tool(command, tool).await?;
     let mut connection = server.connect().await?;
@@ -886,6 +921,9 @@ async fn http_latency_run(
     let start = Instant::now();
     for _ in 0..calls {
         samples.push(nanos(connection.timed_call(call).await?));
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
     }
     let total = start.elapsed();
     drop(connection);
