@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::client::{CallTemplate, ServerCommand};
 use crate::stats;
-use crate::{latency_run, ms, startup_run, throughput_run, us};
+use crate::{Sequential, latency_run, ms, startup_run, throughput_run, us};
 
 /// One server under comparison.
 pub struct Contender {
@@ -188,6 +188,11 @@ pub async fn side_by_side(
     // figures[op][server]
     let mut figures = vec![vec![Figures::default(); n]; operations.len()];
     let mut startup = vec![StartupFigures::default(); n];
+    let sequential = Sequential {
+        calls: plan.calls,
+        warmup: plan.warmup,
+        gap: std::time::Duration::ZERO,
+    };
     for round in 0..plan.rounds {
         let order: Vec<usize> = (0..n).map(|i| (i + round as usize) % n).collect();
         eprintln!("side-by-side: round {} of {}", round + 1, plan.rounds);
@@ -195,16 +200,9 @@ pub async fn side_by_side(
             for &s in &order {
                 let c = &contenders[s];
                 let (tool, call) = &calls[o][s];
-                let run = latency_run(
-                    &c.command,
-                    tool,
-                    call,
-                    plan.calls,
-                    plan.warmup,
-                    std::time::Duration::ZERO,
-                )
-                .await
-                .with_context(|| format!("`{}` latency of `{}`", c.label, op.tool))?;
+                let run = latency_run(&c.command, tool, call, &sequential)
+                    .await
+                    .with_context(|| format!("`{}` latency of `{}`", c.label, op.tool))?;
                 figures[o][s].p50_us.push(us(run.latency.p50_ns));
                 figures[o][s].p99_us.push(us(run.latency.p99_ns));
             }

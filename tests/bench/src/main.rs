@@ -544,30 +544,18 @@ struct LatencyRun {
 async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
     let (arguments, call) = args.call.template()?;
     let command = args.server.command();
-    let gap = Duration::from_millis(args.gap_ms);
+    let plan = Sequential {
+        calls: args.calls,
+        warmup: args.warmup,
+        gap: Duration::from_millis(args.gap_ms),
+    };
     let mut runs = Vec::new();
     for run in 1..=args.runs {
         let result = if args.transport.http {
             let call = args.transport.http_call(&args.call.tool, &arguments)?;
-            http_latency_run(
-                &command,
-                &args.call.tool,
-                &call,
-                args.calls,
-                args.warmup,
-                gap,
-            )
-            .await
+            http_latency_run(&command, &args.call.tool, &call, &plan).await
         } else {
-            latency_run(
-                &command,
-                &args.call.tool,
-                &call,
-                args.calls,
-                args.warmup,
-                gap,
-            )
-            .await
+            latency_run(&command, &args.call.tool, &call, &plan).await
         };
         let result = result.with_context(|| format!("latency run {run}"))?;
         runs.push(result);
@@ -647,14 +635,21 @@ async fn latency(args: LatencyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a latency run calls: `calls` timed after `warmup` untimed, one at
+/// a time, waiting `gap` after each timed reply.
+struct Sequential {
+    calls: u64,
+    warmup: u64,
+    gap: Duration,
+}
+
 async fn latency_run(
     command: &ServerCommand,
     tool: &str,
     call: &CallTemplate,
-    calls: u64,
-    warmup: u64,
-    gap: Duration,
+    plan: &Sequential,
 ) -> anyhow::Result<LatencyRun> {
+    let &Sequential { calls, warmup, gap } = plan;
     let mut server = start_with_tool(command, tool).await?;
     let mut buf = Vec::with_capacity(512);
     for _ in 0..warmup {
@@ -904,10 +899,9 @@ async fn http_latency_run(
     command: &ServerCommand,
     tool: &str,
     call: &HttpRequest,
-    calls: u64,
-    warmup: u64,
-    gap: Duration,
+    plan: &Sequential,
 ) -> anyhow::Result<LatencyRun> {
+    let &Sequential { calls, warmup, gap } = plan;
     let server = start_http_with_tool(command, tool).await?;
     let mut connection = server.connect().await?;
     for _ in 0..warmup {
