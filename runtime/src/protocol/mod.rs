@@ -344,9 +344,12 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let contents = self
-            .dispatcher
-            .read_resource(&request.uri, &ctx.ct)
+        // Boxed, as `get_prompt` and `complete` are: each runs guest code,
+        // and its future (7-8 KiB) inline would size the future of every
+        // request rmcp or `SessionCalls` handles, `tools/call` included,
+        // which is copied whole as it is spawned (docs/benchmarks.md, round
+        // nine).
+        let contents = Box::pin(self.dispatcher.read_resource(&request.uri, &ctx.ct))
             .await
             .map_err(|error| serve_error(error, Some(serde_json::json!({ "uri": request.uri }))))?;
         Ok(shape::to_mcp_resource_result(contents, is_stateless(&ctx)).into())
@@ -385,10 +388,14 @@ impl ServerHandler for McpServer {
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
-        match self
-            .dispatcher
-            .get_prompt(&request.name, request.arguments, Some(services), &ctx.ct)
-            .await
+        // Boxed, as in `read_resource`.
+        match Box::pin(self.dispatcher.get_prompt(
+            &request.name,
+            request.arguments,
+            Some(services),
+            &ctx.ct,
+        ))
+        .await
         {
             Ok(output) => Ok(shape::to_mcp_prompt_result(output).into()),
             Err(ServeError::InputRequired(pending)) => match replay {
@@ -529,19 +536,18 @@ impl ServerHandler for McpServer {
                 Some(data),
             ));
         }
-        let completion = self
-            .dispatcher
-            .complete(
-                CompletionRequest {
-                    target,
-                    argument: request.argument.name,
-                    value: request.argument.value,
-                    context,
-                },
-                &ctx.ct,
-            )
-            .await
-            .map_err(|error| serve_error(error, Some(data)))?;
+        // Boxed, as in `read_resource`.
+        let completion = Box::pin(self.dispatcher.complete(
+            CompletionRequest {
+                target,
+                argument: request.argument.name,
+                value: request.argument.value,
+                context,
+            },
+            &ctx.ct,
+        ))
+        .await
+        .map_err(|error| serve_error(error, Some(data)))?;
         Ok(shape::to_mcp_completion(completion))
     }
 
