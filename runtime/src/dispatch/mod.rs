@@ -408,8 +408,9 @@ impl Dispatcher {
         // Boxed: the phases' future is about 9 KiB, and inline it would make
         // every future that holds a call (the handler's, the spawned
         // task's) that much larger, each copied whole as it is awaited or
-        // spawned. Boxed, a read or a listing takes about 3% less of the
-        // server's CPU (docs/benchmarks.md, round nine).
+        // spawned. Boxed, a read or a listing took about 3% less of the
+        // server's CPU in a quiet A/B on one CPU (docs/benchmarks.md, round
+        // nine).
         let phases = Box::pin(self.phases(
             name,
             &arguments,
