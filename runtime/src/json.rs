@@ -84,17 +84,9 @@ pub fn parse(text: &str, budget: usize) -> Result<Value, ParseError> {
 
 /// The length of `text` once JSON-encoded by serde_json, quotes included:
 /// `"` and `\` take two bytes, `\b \f \n \r \t` two, other control
-/// characters six (`\u0001`).
+/// characters six (`\u0001`). Eight bytes at a time (`toolcage_json`).
 pub fn escaped_len(text: &str) -> usize {
-    let extra: usize = text
-        .bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
-            0..0x20 => 5,
-            _ => 0,
-        })
-        .sum();
-    text.len() + extra + 2
+    toolcage_json::escaped_len(text)
 }
 
 /// Serialise `value` and hand its JSON text to `take`, from a buffer this
@@ -114,10 +106,10 @@ pub fn with_serialized<T: serde::Serialize + ?Sized, R>(
     SCRATCH.with(|scratch| {
         let Ok(mut buffer) = scratch.try_borrow_mut() else {
             // Called from within `take`: a buffer of its own.
-            return serde_json::to_vec(value).map(|bytes| take(&bytes));
+            return toolcage_json::to_vec(value).map(|bytes| take(&bytes));
         };
         buffer.clear();
-        let serialized = serde_json::to_writer(&mut *buffer, value).map(|()| take(&buffer));
+        let serialized = toolcage_json::to_writer(&mut *buffer, value).map(|()| take(&buffer));
         if buffer.capacity() > KEPT_BUFFER_BYTES {
             *buffer = Vec::new();
         }

@@ -62,7 +62,16 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     pool.total_memories(slots * MAX_MEMORIES_PER_CALL);
     pool.total_tables(slots * MAX_TABLES_PER_CALL);
     pool.total_stacks(slots);
-    pool.max_memory_size(usize::try_from(MAX_MEMORY_MIB * 1024 * 1024)?);
+    let memory_mib = profile_memory_mib()?.unwrap_or(MAX_MEMORY_MIB);
+    pool.max_memory_size(usize::try_from(memory_mib * 1024 * 1024)?);
+    if memory_mib < MAX_MEMORY_MIB {
+        // Reserve only what a memory may grow to, so the pool fits in the
+        // address space valgrind gives a process (64 GiB) instead of the
+        // 1.4 TB its 4 GiB reservations take; guest code then checks its
+        // bounds explicitly, so it is a little slower than normally.
+        config.memory_reservation(memory_mib * 1024 * 1024);
+        config.memory_guard_size(64 * 1024);
+    }
     // Keep the first pages of each memory and table slot mapped between
     // instances instead of returning them to the kernel: a fresh
     // instance per call would otherwise fault its working set back in
@@ -88,7 +97,7 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
             MAX_CORE_INSTANCES_PER_CALL,
             MAX_MEMORIES_PER_CALL,
             MAX_TABLES_PER_CALL,
-            MAX_MEMORY_MIB,
+            memory_mib,
         )
             .hash(&mut hasher);
         // So are the caps checked before compiling (`compile`).
@@ -120,6 +129,29 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
         linker,
         key,
     })
+}
+
+/// The variable that lowers every memory's cap and reservation, for
+/// instruction-count profiles under valgrind (`docs/benchmarks.md`,
+/// "Counting instructions"); unset in every normal run.
+const PROFILE_MEMORY_VAR: &str = "TOOLCAGE_PROFILE_MEMORY_MIB";
+
+/// The cap [`PROFILE_MEMORY_VAR`] sets, if it is set: a number of MiB from
+/// 1 up to the normal cap. It can only lower the cap, never raise it.
+fn profile_memory_mib() -> anyhow::Result<Option<u64>> {
+    let Some(text) = std::env::var_os(PROFILE_MEMORY_VAR) else {
+        return Ok(None);
+    };
+    let mib = text
+        .to_str()
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|m| (1..=MAX_MEMORY_MIB).contains(m))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{PROFILE_MEMORY_VAR} must be a number of MiB from 1 to {MAX_MEMORY_MIB}, not {text:?}"
+            )
+        })?;
+    Ok(Some(mib))
 }
 
 /// The interfaces the linker built by [`build`] provides, each with the

@@ -70,7 +70,7 @@ impl<T: Serialize + JsonSchema> ToolOutput for Reply<T> {
         let (content, data) = self.into_parts();
         JsonOutput {
             content,
-            structured: serde_json::to_string(&data).ok(),
+            structured: toolcage_guest::json::to_string(&data).ok(),
         }
     }
 }
