@@ -444,49 +444,29 @@ impl<'a, S: Sink> ser::Serializer for Serializer<'a, S> {
     }
 }
 
-impl<S: Sink> ser::SerializeSeq for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b']')
-    }
+/// The four sequence-like compounds, which differ only in their
+/// method's name.
+macro_rules! sequence {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl<S: Sink> ser::$trait for Compound<'_, S> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close(b']')
+            }
+        }
+    )*};
 }
 
-impl<S: Sink> ser::SerializeTuple for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b']')
-    }
-}
-
-impl<S: Sink> ser::SerializeTupleStruct for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b']')
-    }
-}
-
-impl<S: Sink> ser::SerializeTupleVariant for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b']')
-    }
-}
+sequence!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl<S: Sink> ser::SerializeMap for Compound<'_, S> {
     type Ok = ();
@@ -505,35 +485,27 @@ impl<S: Sink> ser::SerializeMap for Compound<'_, S> {
     }
 }
 
-impl<S: Sink> ser::SerializeStruct for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b'}')
-    }
+/// Structs and struct variants, written as maps.
+macro_rules! structure {
+    ($($trait:ident),*) => {$(
+        impl<S: Sink> ser::$trait for Compound<'_, S> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close(b'}')
+            }
+        }
+    )*};
 }
 
-impl<S: Sink> ser::SerializeStructVariant for Compound<'_, S> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(b'}')
-    }
-}
+structure!(SerializeStruct, SerializeStructVariant);
 
 fn key_must_be_a_string() -> Error {
     Error::custom("key must be a string")
