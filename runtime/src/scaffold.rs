@@ -86,6 +86,14 @@ const RUST: &[File] = &[
     ),
     file("toolcage-guest/wit/tool.wit", WIT),
     file(
+        "toolcage-guest/json/Cargo.toml",
+        include_str!("../../guest-sdk/template/toolcage-json.toml"),
+    ),
+    file(
+        "toolcage-guest/json/src/lib.rs",
+        include_str!("../../guest-sdk/json/src/lib.rs"),
+    ),
+    file(
         "toolcage-guest/macros/Cargo.toml",
         include_str!("../../guest-sdk/template/toolcage-guest-macros.toml"),
     ),
@@ -312,24 +320,57 @@ mod tests {
 
     #[test]
     fn the_vendored_rust_sdk_uses_the_workspace_versions() {
-        // The vendored crate's manifest is written by hand; it must ask for
-        // what the workspace builds the SDK with.
-        let workspace: toml::Value =
-            toml::from_str(include_str!("../../Cargo.toml")).expect("toml");
-        let guest: toml::Value =
-            toml::from_str(include_str!("../../guest-sdk/template/toolcage-guest.toml"))
-                .expect("toml");
+        // The vendored crates' manifests are written by hand; they must ask
+        // for every crate, and the versions, the workspace builds the SDK
+        // with (a dependency added to the SDK alone builds here and breaks
+        // every new project).
+        let parse = |text: &str| -> toml::Value { toml::from_str(text).expect("toml") };
+        let workspace = parse(include_str!("../../Cargo.toml"));
         let wanted = &workspace["workspace"]["dependencies"];
-        for dep in ["serde_json", "schemars", "wit-bindgen"] {
-            let version = |v: &toml::Value| match v {
-                toml::Value::String(s) => s.clone(),
-                other => other["version"].as_str().unwrap_or_default().to_owned(),
+        let version = |v: &toml::Value| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other["version"].as_str().unwrap_or_default().to_owned(),
+        };
+        let pairs = [
+            (
+                include_str!("../../guest-sdk/Cargo.toml"),
+                include_str!("../../guest-sdk/template/toolcage-guest.toml"),
+            ),
+            (
+                include_str!("../../guest-sdk/json/Cargo.toml"),
+                include_str!("../../guest-sdk/template/toolcage-json.toml"),
+            ),
+            (
+                include_str!("../../guest-sdk/macros/Cargo.toml"),
+                include_str!("../../guest-sdk/template/toolcage-guest-macros.toml"),
+            ),
+        ];
+        for (real, vendored) in pairs {
+            let (real, vendored) = (parse(real), parse(vendored));
+            let deps = |m: &toml::Value| -> Vec<String> {
+                let mut names: Vec<String> = m["dependencies"]
+                    .as_table()
+                    .expect("dependencies")
+                    .keys()
+                    .cloned()
+                    .collect();
+                names.sort();
+                names
             };
-            assert_eq!(
-                version(&guest["dependencies"][dep]),
-                version(&wanted[dep]),
-                "{dep}"
-            );
+            let name = vendored["package"]["name"].as_str().expect("name");
+            assert_eq!(deps(&vendored), deps(&real), "{name}'s dependencies");
+            for (dep, spec) in real["dependencies"].as_table().expect("dependencies") {
+                let expected = if spec.get("workspace").is_some() {
+                    version(&wanted[dep.as_str()])
+                } else {
+                    version(spec)
+                };
+                assert_eq!(
+                    version(&vendored["dependencies"][dep.as_str()]),
+                    expected,
+                    "{name}: {dep}"
+                );
+            }
         }
     }
 
