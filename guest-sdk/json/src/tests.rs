@@ -102,6 +102,38 @@ fn every_byte_alone_and_in_every_position_of_a_word() {
 }
 
 #[test]
+fn every_byte_at_every_position_of_every_short_length() {
+    // The last word of a text is read short, padded: every length of the
+    // part past the last whole word, every position in it, every ASCII
+    // byte, and with a second byte to escape after it and non-ASCII text
+    // around it.
+    for len in 1..=17 {
+        for at in 0..len {
+            for b in 0..=0x7fu8 {
+                let mut text: Vec<char> = "x".repeat(len).chars().collect();
+                text[at] = char::from(b);
+                let plain: String = text.iter().collect();
+                same(&plain);
+                assert_eq!(
+                    escaped_len(&plain),
+                    serde_json::to_vec(&plain).unwrap().len()
+                );
+                if at + 1 < len {
+                    text[at + 1] = '"';
+                }
+                text[0] = if at == 0 { text[0] } else { '\u{e9}' };
+                let mixed: String = text.iter().chain(['\u{1f600}'].iter()).collect();
+                same(&mixed);
+                assert_eq!(
+                    escaped_len(&mixed),
+                    serde_json::to_vec(&mixed).unwrap().len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn generated_values_match_serde_json() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..20_000 {
