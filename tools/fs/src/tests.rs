@@ -728,6 +728,42 @@ fn list_directory_marks_files_and_directories() {
     assert_eq!(text("list_directory", json!({"path": d.s("sub")})), "");
 }
 
+#[test]
+fn listings_are_in_name_order_whatever_the_case_and_script() {
+    let d = setup("order");
+    let names = [
+        "b",
+        "A",
+        "a.txt",
+        "B.txt",
+        "\u{c9}t\u{e9}",
+        "\u{e9}t\u{e9}",
+        "z",
+        "_x",
+        "\u{c4}",
+        "ab",
+        "aB",
+        "Ab",
+        "\u{130}",
+        "i",
+        "\u{3a3}",
+        "\u{3c3}",
+        "10",
+        "9",
+    ];
+    for name in names {
+        d.write(name, "");
+    }
+    let mut expected = names.to_vec();
+    expected.sort_by(|a, b| util::name_order(a, b));
+    let listed = text("list_directory", json!({"path": d.s("")}));
+    let listed: Vec<&str> = listed
+        .lines()
+        .map(|l| l.trim_start_matches("[FILE] "))
+        .collect();
+    assert_eq!(listed, expected);
+}
+
 #[cfg(unix)]
 #[test]
 fn non_utf8_names_are_listed_lossily() {
