@@ -91,7 +91,7 @@ pub fn list(path: &Path, limit: usize) -> Result<Listing, String> {
     // Case-insensitive, then bytewise (as `name_order`), each lowercase key
     // built once, and only for a name that lowercasing changes or may
     // change: most names are lowercase ASCII already, and building their
-    // keys took 1.8% of a 10-entry listing's instructions (docs/
+    // keys took 2.1% of a 10-entry listing's instructions (docs/
     // benchmarks.md, round ten). Names in one folder differ, so the order
     // is total and an unstable sort gives the same result as a stable one.
     let mut keyed: Vec<(Option<String>, Entry)> = entries
