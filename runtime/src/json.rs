@@ -82,12 +82,9 @@ pub fn parse(text: &str, budget: usize) -> Result<Value, ParseError> {
     }
 }
 
-/// The length of `text` once JSON-encoded by serde_json, quotes included:
-/// `"` and `\` take two bytes, `\b \f \n \r \t` two, other control
-/// characters six (`\u0001`). Eight bytes at a time (`toolcage_json`).
-pub fn escaped_len(text: &str) -> usize {
-    toolcage_json::escaped_len(text)
-}
+/// The length of a text once JSON-encoded as serde_json encodes it, quotes
+/// included, counted eight bytes at a time.
+pub use toolcage_json::escaped_len;
 
 /// Serialise `value` and hand its JSON text to `take`, from a buffer this
 /// thread keeps between calls (up to [`KEPT_BUFFER_BYTES`] of it). A reply

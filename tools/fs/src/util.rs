@@ -1,5 +1,6 @@
 //! Small helpers: error wording, sizes, times, file URLs, name order.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::io;
 use std::path::Path;
@@ -87,9 +88,21 @@ pub fn file_url(path: &Path) -> String {
 /// The order names are listed in: case-insensitive, then bytewise, so the
 /// listing is stable whatever order the directory returns.
 pub fn name_order(a: &str, b: &str) -> Ordering {
-    a.to_lowercase()
-        .cmp(&b.to_lowercase())
-        .then_with(|| a.cmp(b))
+    lowercase(a).cmp(&lowercase(b)).then_with(|| a.cmp(b))
+}
+
+/// `name` lowercased, borrowed when lowercasing cannot change it (ASCII
+/// without capitals: most names). A copy for every name took 2.1% of a
+/// 10-entry listing's instructions (docs/benchmarks.md, round ten).
+pub fn lowercase(name: &str) -> Cow<'_, str> {
+    if name
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+    {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Owned(name.to_lowercase())
+    }
 }
 
 /// A fresh random number for temporary file names (the standard library's

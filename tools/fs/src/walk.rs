@@ -1,13 +1,14 @@
 //! Reading directories: one level (listings), or recursively (tree, search),
 //! with the reference server's exclude-pattern rules and bounded output.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
 use toolcage_guest::JsonSchema;
 
-use crate::util::io_error;
+use crate::util::{io_error, lowercase};
 
 /// The most entries a listing, tree or search returns.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -88,20 +89,15 @@ pub fn list(path: &Path, limit: usize) -> Result<Listing, String> {
             io_error("list", path, &e)
         }
     })?;
-    // Case-insensitive, then bytewise (as `name_order`), each lowercase key
-    // built once, and only for a name that lowercasing changes or may
-    // change: most names are lowercase ASCII already, and building their
-    // keys took 2.1% of a 10-entry listing's instructions (docs/
-    // benchmarks.md, round ten). Names in one folder differ, so the order
-    // is total and an unstable sort gives the same result as a stable one.
+    // `name_order`, each lowercase key built once, and kept only where it
+    // differs from the name (`lowercase`). Names in one folder differ, so
+    // the order is total and an unstable sort gives the same result as a
+    // stable one.
     let mut keyed: Vec<(Option<String>, Entry)> = entries
         .into_iter()
-        .map(|e| {
-            let lower = e
-                .name
-                .bytes()
-                .all(|b| b.is_ascii() && !b.is_ascii_uppercase());
-            ((!lower).then(|| e.name.to_lowercase()), e)
+        .map(|e| match lowercase(&e.name) {
+            Cow::Borrowed(_) => (None, e),
+            Cow::Owned(key) => (Some(key), e),
         })
         .collect();
     keyed.sort_unstable_by(|(ka, a), (kb, b)| {
