@@ -1,8 +1,9 @@
 //! `wasi:filesystem` functions replaced over wasmtime-wasi's own:
 //! `open-at`, so that no open can block a runtime thread and every open
-//! file counts against the call's cap of open handles, and
+//! file counts against the call's cap of open handles,
 //! `read-directory`, so that a listing costs no `stat` per entry and holds
-//! no more host memory than one batch of entries.
+//! no more host memory than one batch of entries, and `get-flags`, which
+//! needs no system call.
 //!
 //! File operations run inline on the runtime thread (see `Sandbox::start`:
 //! `allow_blocking_current_thread`), which is what makes small file tools
@@ -39,6 +40,10 @@
 //! (`DT_UNKNOWN`). Types are mapped exactly as wasmtime-wasi maps them
 //! (FIFOs and sockets are `unknown`, as there).
 //!
+//! `get-flags` is defined here too, from the mode each descriptor was
+//! opened in, without the `fcntl` wasmtime-wasi makes for flags that no
+//! descriptor here can have (see [`get_flags`]).
+//!
 //! `get-directories` (`wasi:filesystem/preopens`) is defined here too: the
 //! call's roots are opened when the guest first asks for them, not when
 //! its WASI context is built, so a call that never touches a file opens
@@ -53,7 +58,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cap_primitives::fs::{FileType, FileTypeExt as _, ReadDir};
 use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
@@ -77,7 +81,7 @@ const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 /// descriptor it reads them from (its place among the call's open
 /// handles is `ticket`).
 struct Listing {
-    entries: ReadDir,
+    entries: rustix::fs::Dir,
     _ticket: Arc<()>,
 }
 
@@ -116,6 +120,14 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 Err(code) => Err(code),
             };
             Ok((opened,))
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.get-flags",
+        |mut store, (fd,): (Resource<Descriptor>,)| {
+            let state: &mut HostState = store.data_mut();
+            state.touch();
+            Ok((Ok::<_, ErrorCode>(get_flags(state.table.get(&fd)?)),))
         },
     )?;
     // The stream's type is this module's, so its three functions are.
@@ -200,6 +212,29 @@ fn get_directories(state: &mut HostState) -> wasmtime::Result<Vec<(Resource<Desc
     Ok(directories)
 }
 
+/// A descriptor's flags, from the mode it was opened in, as
+/// wasmtime-wasi 48's `get-flags` reports them, without its
+/// `fcntl(F_GETFL)`: it asks the kernel only for the three sync flags
+/// (`O_SYNC`, `O_DSYNC`, `O_RSYNC`), and no descriptor here has one. Every
+/// descriptor comes from this module: roots opened by
+/// `grants::files::open` (read-only, `O_DIRECTORY`), and `open-at`, which
+/// refuses the sync flags. A guest asks for every root's flags to learn
+/// which it may change (the bundled fs tool does on every call).
+fn get_flags(descriptor: &Descriptor) -> DescriptorFlags {
+    let (open_mode, write) = match descriptor {
+        Descriptor::File(file) => (file.open_mode, DescriptorFlags::WRITE),
+        Descriptor::Dir(dir) => (dir.open_mode, DescriptorFlags::MUTATE_DIRECTORY),
+    };
+    let mut flags = DescriptorFlags::empty();
+    if open_mode.contains(OpenMode::READ) {
+        flags |= DescriptorFlags::READ;
+    }
+    if open_mode.contains(OpenMode::WRITE) {
+        flags |= write;
+    }
+    flags
+}
+
 /// Put `value` in the call's resource table. A full table traps, as
 /// wasmtime-wasi's own functions do, so the call reports the resource
 /// limit.
@@ -210,18 +245,31 @@ fn push<T: Send + 'static>(state: &mut HostState, value: T) -> wasmtime::Result<
 /// Open a listing of the directory `fd`: its own descriptor of the
 /// directory, reading from the start, counted among the call's handles.
 /// The guest's error inside; past the call's cap, a trap.
+///
+/// One `openat` of `.`: a descriptor of its own, so that its position is
+/// not the guest's descriptor's (a `dup` would share it, and a second
+/// listing of the same descriptor would start where the first stopped).
+/// cap-primitives' `read_base_dir` opens `.` and then rustix's
+/// `Dir::read_from` asks for its flags and opens `.` again: three system
+/// calls and a second descriptor where one does (docs/benchmarks.md,
+/// round eleven).
 fn read_directory(
     state: &mut HostState,
     fd: &Resource<Descriptor>,
 ) -> Result<Result<Listing, ErrorCode>, HandleLimit> {
+    use rustix::fs::{Mode as FileMode, OFlags};
+
     let dir = match state.table.get(fd) {
         Ok(Descriptor::Dir(dir)) => dir,
         Ok(Descriptor::File(_)) => return Ok(Err(ErrorCode::NotDirectory)),
         Err(_) => return Ok(Err(ErrorCode::BadDescriptor)),
     };
-    let entries = match cap_primitives::fs::read_base_dir(&dir.dir) {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let entries = match rustix::fs::openat(&*dir.dir, c".", flags, FileMode::empty())
+        .and_then(rustix::fs::Dir::new)
+    {
         Ok(entries) => entries,
-        Err(error) => return Ok(Err(error.into())),
+        Err(errno) => return Ok(Err(std::io::Error::from(errno).into())),
     };
     let ticket = state.grants.handles.ticket()?;
     Ok(Ok(Listing {
@@ -232,33 +280,43 @@ fn read_directory(
 
 /// The next entry of a listing (`.` and `..` are never among them), its
 /// type as the file system reported it, or from `lstat` when it did not.
-fn next_entry(entries: &mut ReadDir) -> Result<Option<DirectoryEntry>, ErrorCode> {
-    let Some(entry) = entries.next() else {
-        return Ok(None);
+fn next_entry(entries: &mut rustix::fs::Dir) -> Result<Option<DirectoryEntry>, ErrorCode> {
+    use rustix::fs::{AtFlags, FileType};
+
+    let io = |errno: rustix::io::Errno| ErrorCode::from(std::io::Error::from(errno));
+    let entry = loop {
+        let Some(entry) = entries.read() else {
+            return Ok(None);
+        };
+        let entry = entry.map_err(io)?;
+        if !matches!(entry.file_name().to_bytes(), b"." | b"..") {
+            break entry;
+        }
     };
-    let entry = entry?;
-    let mut kind = entry.file_type()?;
-    if kind == FileType::unknown() {
-        // `DT_UNKNOWN`: some file systems do not say.
-        kind = entry.metadata()?.file_type();
+    let mut kind = entry.file_type();
+    if kind == FileType::Unknown {
+        // `DT_UNKNOWN`: some file systems do not say. The name is one
+        // entry of this directory (no `/`), and a symbolic link is not
+        // followed.
+        let dir = entries.fd().map_err(io)?;
+        let stat =
+            rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+        kind = FileType::from_raw_mode(stat.st_mode);
     }
-    let type_ = if kind.is_dir() {
-        DescriptorType::Directory
-    } else if kind.is_symlink() {
-        DescriptorType::SymbolicLink
-    } else if kind.is_file() {
-        DescriptorType::RegularFile
-    } else if kind.is_block_device() {
-        DescriptorType::BlockDevice
-    } else if kind.is_char_device() {
-        DescriptorType::CharacterDevice
-    } else {
-        DescriptorType::Unknown
+    // FIFOs and sockets are `unknown`, as wasmtime-wasi maps them.
+    let type_ = match kind {
+        FileType::Directory => DescriptorType::Directory,
+        FileType::Symlink => DescriptorType::SymbolicLink,
+        FileType::RegularFile => DescriptorType::RegularFile,
+        FileType::BlockDevice => DescriptorType::BlockDevice,
+        FileType::CharacterDevice => DescriptorType::CharacterDevice,
+        _ => DescriptorType::Unknown,
     };
     let name = entry
         .file_name()
-        .into_string()
-        .map_err(|_| ErrorCode::IllegalByteSequence)?;
+        .to_str()
+        .map_err(|_| ErrorCode::IllegalByteSequence)?
+        .to_owned();
     Ok(Some(DirectoryEntry { type_, name }))
 }
 
