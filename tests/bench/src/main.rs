@@ -267,6 +267,12 @@ struct NativeArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Run only this way (`native`, `sandbox`, `ready` or `dispatcher`);
+    /// repeat for more. All four by default. One way alone is for a
+    /// profiler (`valgrind --tool=callgrind`), which then counts nothing
+    /// but that way's calls.
+    #[arg(long = "way", value_name = "WAY")]
+    ways: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -464,6 +470,7 @@ fn main() -> ExitCode {
                     warmup: args.warmup,
                     runs: args.runs,
                     json: args.json,
+                    ways: args.ways,
                 })
             }),
         command => return run_async(command),

@@ -70,9 +70,13 @@ pub struct NativePlan {
     pub runs: u32,
     /// Print JSON.
     pub json: bool,
+    /// The ways to run, by label (`native`, `sandbox`, `ready`,
+    /// `dispatcher`); all four when empty. One way alone is for a
+    /// profiler, which then sees nothing but that way's calls.
+    pub ways: Vec<String>,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Way {
     Native,
     Sandbox,
@@ -83,6 +87,20 @@ enum Way {
 const WAYS: [Way; 4] = [Way::Native, Way::Sandbox, Way::Ready, Way::Dispatcher];
 
 impl Way {
+    /// The ways `labels` names, in `WAYS` order; every way when empty.
+    fn chosen(labels: &[String]) -> anyhow::Result<Vec<Way>> {
+        if let Some(unknown) = labels
+            .iter()
+            .find(|l| !WAYS.iter().any(|w| w.label() == l.as_str()))
+        {
+            bail!("no way `{unknown}`: the ways are native, sandbox, ready and dispatcher");
+        }
+        Ok(WAYS
+            .into_iter()
+            .filter(|w| labels.is_empty() || labels.iter().any(|l| l == w.label()))
+            .collect())
+    }
+
     fn label(self) -> &'static str {
         match self {
             Way::Native => "native",
@@ -106,12 +124,14 @@ pub fn run(plan: NativePlan) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     // On this thread, not spawned: the fs tool's `ToolDef` is not `Send`.
     // What a call spawns runs on the runtime's workers as in the server.
-    let runs = runtime.block_on(measure(&plan))?;
+    let ways = Way::chosen(&plan.ways)?;
+    let runs = runtime.block_on(measure(&plan, &ways))?;
     report(&plan, &runs)
 }
 
-/// Per run, per operation, per way (in `WAYS` order): the latency summary.
-type Runs = Vec<Vec<[Latency; 4]>>;
+/// Per run, per operation, per way (in `WAYS` order; `None` for a way not
+/// run): the latency summary.
+type Runs = Vec<Vec<[Option<Latency>; 4]>>;
 
 /// Everything one operation needs, resolved once.
 struct Prepared {
@@ -121,7 +141,7 @@ struct Prepared {
     policy: Policy,
 }
 
-async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
+async fn measure(plan: &NativePlan, ways: &[Way]) -> anyhow::Result<Runs> {
     let root = std::fs::canonicalize(&plan.root)
         .with_context(|| format!("cannot find `{}`", plan.root.display()))?;
     let root_text = root.to_str().context("the root is not UTF-8")?.to_owned();
@@ -288,21 +308,20 @@ async fn measure(plan: &NativePlan) -> anyhow::Result<Runs> {
         for op in &prepared {
             let mut summaries = [None; 4];
             // Rotate which way goes first, so none always follows the same one.
-            for k in 0..WAYS.len() {
-                let index = (k + run as usize) % WAYS.len();
+            for k in 0..ways.len() {
+                let way = ways[(k + run as usize) % ways.len()];
                 for _ in 0..plan.warmup {
-                    one(WAYS[index], op).await?;
+                    one(way, op).await?;
                 }
                 let mut samples = Vec::with_capacity(capacity);
                 for _ in 0..plan.calls {
-                    samples.push(one(WAYS[index], op).await?);
+                    samples.push(one(way, op).await?);
                 }
-                summaries[index] = Latency::from_samples(&mut samples);
+                let index = WAYS.iter().position(|w| *w == way).unwrap_or_default();
+                summaries[index] =
+                    Some(Latency::from_samples(&mut samples).context("a way was not measured")?);
             }
-            let [Some(native), Some(sandbox), Some(ready), Some(dispatcher)] = summaries else {
-                bail!("a way was not measured");
-            };
-            per_op.push([native, sandbox, ready, dispatcher]);
+            per_op.push(summaries);
         }
         runs.push(per_op);
     }
@@ -317,7 +336,11 @@ fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
                 .map(|w| {
                     let of = |f: &dyn Fn(&Latency) -> u64| {
                         crate::stats::median(
-                            &runs.iter().map(|r| us(f(&r[o][w]))).collect::<Vec<_>>(),
+                            &runs
+                                .iter()
+                                .filter_map(|r| r[o][w].as_ref())
+                                .map(|l| us(f(l)))
+                                .collect::<Vec<_>>(),
                         )
                         .unwrap_or(f64::NAN)
                     };
@@ -335,6 +358,7 @@ fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
                 let ways: Vec<Value> = WAYS
                     .iter()
                     .zip(m)
+                    .filter(|(_, (p50, _))| !p50.is_nan())
                     .map(|(w, (p50, p99))| {
                         json!({"way": w.label(), "p50_us": round1(*p50), "p99_us": round1(*p99)})
                     })
@@ -368,9 +392,15 @@ fn report(plan: &NativePlan, runs: &Runs) -> anyhow::Result<()> {
         "operation", "way", "p50 µs", "p99 µs", "p50 − native µs"
     );
     for ((tool, _), m) in plan.ops.iter().zip(&medians) {
+        let mut first = true;
         for (i, w) in WAYS.iter().enumerate() {
-            let label = if i == 0 { tool.as_str() } else { "" };
-            let over = if i == 0 {
+            // A way not run (`--way`) has no figures.
+            if m[i].0.is_nan() {
+                continue;
+            }
+            let label = if first { tool.as_str() } else { "" };
+            first = false;
+            let over = if i == 0 || m[0].0.is_nan() {
                 String::new()
             } else {
                 format!("{:.1}", m[i].0 - m[0].0)
