@@ -269,7 +269,7 @@ fn read_directory(
         .and_then(rustix::fs::Dir::new)
     {
         Ok(entries) => entries,
-        Err(errno) => return Ok(Err(std::io::Error::from(errno).into())),
+        Err(errno) => return Ok(Err(errno_code(errno))),
     };
     let ticket = state.grants.handles.ticket()?;
     Ok(Ok(Listing {
@@ -283,12 +283,11 @@ fn read_directory(
 fn next_entry(entries: &mut rustix::fs::Dir) -> Result<Option<DirectoryEntry>, ErrorCode> {
     use rustix::fs::{AtFlags, FileType};
 
-    let io = |errno: rustix::io::Errno| ErrorCode::from(std::io::Error::from(errno));
     let entry = loop {
         let Some(entry) = entries.read() else {
             return Ok(None);
         };
-        let entry = entry.map_err(io)?;
+        let entry = entry.map_err(errno_code)?;
         if !matches!(entry.file_name().to_bytes(), b"." | b"..") {
             break entry;
         }
@@ -298,9 +297,9 @@ fn next_entry(entries: &mut rustix::fs::Dir) -> Result<Option<DirectoryEntry>, E
         // `DT_UNKNOWN`: some file systems do not say. The name is one
         // entry of this directory (no `/`), and a symbolic link is not
         // followed.
-        let dir = entries.fd().map_err(io)?;
-        let stat =
-            rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+        let dir = entries.fd().map_err(errno_code)?;
+        let stat = rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(errno_code)?;
         kind = FileType::from_raw_mode(stat.st_mode);
     }
     // FIFOs and sockets are `unknown`, as wasmtime-wasi maps them.
@@ -318,6 +317,12 @@ fn next_entry(entries: &mut rustix::fs::Dir) -> Result<Option<DirectoryEntry>, E
         .map_err(|_| ErrorCode::IllegalByteSequence)?
         .to_owned();
     Ok(Some(DirectoryEntry { type_, name }))
+}
+
+/// A system call's error as the guest's, mapped as wasmtime-wasi maps
+/// an I/O error (it has no mapping from an errno itself).
+fn errno_code(errno: rustix::io::Errno) -> ErrorCode {
+    std::io::Error::from(errno).into()
 }
 
 /// `open-at` up to the new descriptor: see the module docs.
