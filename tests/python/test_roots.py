@@ -5,6 +5,7 @@ result, created, changed or deleted."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import socket
@@ -313,6 +314,65 @@ async def test_awkward_paths_are_reported_not_fatal(setup, tree, era, client):
         # Still serving.
         ok = await c.call_tool("read_text_file", {"path": str(tree.rw / "hello.txt")})
         assert not ok.is_error
+    tree.assert_untouched()
+
+
+async def test_whole_file_reads_answer_every_kind_of_path(setup, tree):
+    # In the component a whole-file read is `open-at`, `stat` and `read` on
+    # the file's own WASI descriptor (tools/fs/src/preopens.rs), not
+    # wasi-libc's `open` and `fstat`: every answer it gives, for files of
+    # every size and for what is not a file.
+    big = bytes(range(256)) * 800 + b"tail"  # 200 KiB: more than one 64 KiB read
+    (tree.rw / "big.bin").write_bytes(big)
+    (tree.rw / "empty.txt").write_bytes(b"")
+    (tree.rw / "latin1.txt").write_bytes(b"caf\xe9\n")
+    (tree.rw / "huge.txt").write_bytes(b"y" * (4 * 1024 * 1024 + 1))
+    (tree.rw / "limit.txt").write_bytes(b"z" * (4 * 1024 * 1024))
+    os.symlink(tree.rw / "hello.txt", tree.rw / "link-inside")
+    os.symlink("sub/in-sub.txt", tree.rw / "relative-inside")
+    async with fs_session(setup, tree, MODERN) as c:
+
+        async def read(path, tool="read_text_file"):
+            return await c.call_tool(tool, {"path": str(path)})
+
+        for path, expected in [
+            (tree.rw / "hello.txt", "hello from rw\n"),
+            (tree.rw / "empty.txt", ""),
+            (tree.rw / "latin1.txt", "caf\ufffd\n"),
+            (tree.rw / "relative-inside", "in sub\n"),
+            (tree.rw / "sub" / ".." / "hello.txt", "hello from rw\n"),
+            (tree.ro / "inner" / "deep.txt", "deep\n"),
+            ("hello.txt", "hello from rw\n"),  # relative: against the first root
+        ]:
+            result = await read(path)
+            assert not result.is_error, (path, text_of(result))
+            assert text_of(result) == expected, path
+            assert result.structured_content == {"content": expected}, path
+        at_limit = await read(tree.rw / "limit.txt")
+        assert not at_limit.is_error and len(text_of(at_limit)) == 4 * 1024 * 1024
+        media = await read(tree.rw / "big.bin", "read_media_file")
+        assert not media.is_error, text_of(media)
+        assert base64.b64decode(media.content[0].resource.blob) == big
+        for path, needle in [
+            (tree.rw / "sub", "it is a directory (use list_directory or directory_tree)"),
+            (tree.rw, "it is a directory (use list_directory or directory_tree)"),
+            (tree.ro, "it is a directory (use list_directory or directory_tree)"),
+            (tree.rw / "missing.txt", "it does not exist"),
+            (tree.rw / "hello.txt" / "x", "a component of the path is not a directory"),
+            (tree.rw / "huge.txt", "is 4.00 MB (4194305 bytes), over the 4.00 MB this tool returns at once"),
+            (tree.rw / "link-to-file", "access denied"),
+            # Resolved beneath the root's handle, where an absolute path
+            # means nothing: refused even when it names a file inside.
+            (tree.rw / "link-inside", "access denied"),
+        ]:
+            assert_refused(await read(path), str(path), needle)
+        assert (await c.call_tool("get_file_info", {"path": str(tree.rw / "link-inside")})).is_error
+        multiple = await c.call_tool(
+            "read_multiple_files",
+            {"paths": [str(tree.rw / "hello.txt"), str(tree.rw / "sub"), str(tree.rw / "missing.txt")]},
+        )
+        assert "hello from rw" in text_of(multiple) and "it is a directory" in text_of(multiple)
+        assert "it does not exist" in text_of(multiple)
     tree.assert_untouched()
 
 

@@ -12,6 +12,8 @@
 //! difference from the reference and why.
 
 mod edit;
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+mod preopens;
 mod read;
 mod roots;
 mod util;

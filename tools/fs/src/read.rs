@@ -28,7 +28,7 @@ const CHUNK: u64 = 64 * 1024;
 /// file swapped for something else between a check and the open cannot get
 /// through (toolcage's host also refuses to open special files at all).
 pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
-    let not_regular = || format!("cannot read `{}`: it is not a regular file", path.display());
+    let not_regular = || not_regular(path);
     let file = match File::open(path) {
         Ok(file) => file,
         // The host refuses special files; say so rather than "denied".
@@ -42,10 +42,7 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
     };
     let meta = file.metadata().map_err(|e| io_error("read", path, &e))?;
     if meta.is_dir() {
-        return Err(format!(
-            "cannot read `{}`: it is a directory (use list_directory or directory_tree)",
-            path.display()
-        ));
+        return Err(is_directory(path));
     }
     if !meta.is_file() {
         return Err(not_regular());
@@ -58,6 +55,7 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), String> {
 /// grow is read in one read and an end-of-file check, not in reads that
 /// double from a few bytes; it may be wrong (the file may change), and only
 /// `limit` bounds what is read.
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn read_capped(file: File, size: u64, limit: u64, path: &Path) -> Result<Option<Vec<u8>>, String> {
     // One byte over, so the end-of-file read has room; never over the limit.
     let capacity = usize::try_from(size.min(limit) + 1).unwrap_or(usize::MAX);
@@ -80,25 +78,95 @@ fn too_big(path: &Path, size: u64, limit: u64, hint: &str) -> String {
 /// The whole file as text (invalid UTF-8 replaced by U+FFFD), up to `limit`
 /// bytes.
 pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
-    let (file, size) = open_regular(path)?;
-    let hint = "read part of it with `head` or `tail`";
-    if size > limit {
-        return Err(too_big(path, size, limit, hint));
-    }
-    match read_capped(file, size, limit, path)? {
-        Some(bytes) => Ok(lossy(bytes)),
-        None => Err(too_big(path, limit + 1, limit, hint)),
-    }
+    read_bytes(path, limit, "read part of it with `head` or `tail`").map(lossy)
 }
 
 /// The whole file as bytes, up to `limit`; `hint` ends the message for a
 /// file over it.
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String> {
     let (file, size) = open_regular(path)?;
     if size > limit {
         return Err(too_big(path, size, limit, hint));
     }
     read_capped(file, size, limit, path)?.ok_or_else(|| too_big(path, limit + 1, limit, hint))
+}
+
+/// The whole file as bytes, up to `limit`; `hint` ends the message for a
+/// file over it. In the component, on the file's WASI descriptor: `open-at`,
+/// `stat`, and `read`s from the start until the end of the file (see
+/// `preopens`), with the same checks and words as [`open_regular`] and
+/// [`read_capped`] give natively.
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String> {
+    use wasi::filesystem::types::DescriptorType;
+
+    let file = match crate::preopens::open_read(path) {
+        Ok(file) => file,
+        // The host refuses special files; say so rather than "denied".
+        Err((e, Some(named)))
+            if e.kind() == io::ErrorKind::PermissionDenied
+                && !matches!(
+                    named.type_,
+                    DescriptorType::RegularFile | DescriptorType::Directory
+                ) =>
+        {
+            return Err(not_regular(path));
+        }
+        Err((e, _)) => return Err(io_error("read", path, &e)),
+    };
+    match file.stat.type_ {
+        DescriptorType::RegularFile => {}
+        DescriptorType::Directory => return Err(is_directory(path)),
+        _ => return Err(not_regular(path)),
+    }
+    let size = file.stat.size;
+    if size > limit {
+        return Err(too_big(path, size, limit, hint));
+    }
+    // As `read_capped`: the size decides what each read asks for (the rest
+    // of the file and one byte over, so that a file that did not grow is
+    // read whole and then checked for its end with a one-byte read); only
+    // `limit` bounds what is read, one byte past it telling a file that
+    // grew over it. The host returns at most 64 KiB a read, and fills a
+    // zeroed buffer of what was asked for, so no read asks for more than
+    // it expects.
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let offset = bytes.len() as u64;
+        let expected = (size + 1).saturating_sub(offset);
+        let want = if expected > 0 { expected } else { CHUNK }.min(limit + 1 - offset);
+        let (data, end) = file
+            .descriptor
+            .read(want, offset)
+            .map_err(|code| io_error("read", path, &crate::preopens::to_io(code)))?;
+        if data.is_empty() {
+            break;
+        }
+        if bytes.is_empty() {
+            bytes = data;
+        } else {
+            bytes.extend_from_slice(&data);
+        }
+        if bytes.len() as u64 > limit {
+            return Err(too_big(path, limit + 1, limit, hint));
+        }
+        if end {
+            break;
+        }
+    }
+    Ok(bytes)
+}
+
+fn not_regular(path: &Path) -> String {
+    format!("cannot read `{}`: it is not a regular file", path.display())
+}
+
+fn is_directory(path: &Path) -> String {
+    format!(
+        "cannot read `{}`: it is a directory (use list_directory or directory_tree)",
+        path.display()
+    )
 }
 
 fn lossy(bytes: Vec<u8>) -> String {

@@ -49,19 +49,22 @@ pub fn roots() -> Vec<Root> {
 
 #[cfg(all(target_os = "wasi", target_env = "p2"))]
 mod sources {
-    /// The WASI preopens: each directory and whether the host lets the
-    /// component change what is in it.
+    /// The WASI preopens (asked for once a call, see `preopens`): each
+    /// directory and whether the host lets the component change what is in
+    /// it.
     pub fn raw_roots() -> Vec<(String, bool)> {
         use wasi::filesystem::types::DescriptorFlags;
-        wasi::filesystem::preopens::get_directories()
-            .into_iter()
-            .map(|(descriptor, path)| {
-                let writable = descriptor.get_flags().is_ok_and(|flags| {
-                    flags.intersects(DescriptorFlags::MUTATE_DIRECTORY | DescriptorFlags::WRITE)
-                });
-                (path, writable)
-            })
-            .collect()
+        crate::preopens::with(|preopens| {
+            preopens
+                .iter()
+                .map(|(descriptor, path)| {
+                    let writable = descriptor.get_flags().is_ok_and(|flags| {
+                        flags.intersects(DescriptorFlags::MUTATE_DIRECTORY | DescriptorFlags::WRITE)
+                    });
+                    (path.clone(), writable)
+                })
+                .collect()
+        })
     }
 }
 

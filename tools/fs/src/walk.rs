@@ -148,37 +148,25 @@ mod reader {
     use std::io;
     use std::path::Path;
 
-    use wasi::filesystem::preopens::get_directories;
     use wasi::filesystem::types::{
-        Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+        DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
     };
 
     use super::{Entry, Kind};
-
-    thread_local! {
-        static PREOPENS: Vec<(Descriptor, String)> = get_directories();
-    }
+    use crate::preopens::{self, to_io};
 
     /// Call `f` with each entry; returns how many had unusable names.
     pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> io::Result<usize> {
-        PREOPENS.with(|preopens| {
-            // The deepest preopen containing `path`, and the rest of the path.
-            let (dir, relative) = preopens
-                .iter()
-                .filter_map(|(dir, root)| Some((dir, path.strip_prefix(root).ok()?)))
-                .min_by_key(|(_, relative)| relative.components().count())
-                .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))?;
+        preopens::with(|preopens| {
+            let (dir, relative) = preopens::locate(preopens, path)?;
             let opened;
             let dir = if relative.as_os_str().is_empty() {
                 dir
             } else {
-                let relative = relative
-                    .to_str()
-                    .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
                 opened = dir
                     .open_at(
                         PathFlags::SYMLINK_FOLLOW,
-                        relative,
+                        preopens::relative_str(relative)?,
                         OpenFlags::DIRECTORY,
                         DescriptorFlags::READ,
                     )
@@ -204,19 +192,6 @@ mod reader {
                 }
             }
         })
-    }
-
-    fn to_io(code: ErrorCode) -> io::Error {
-        let kind = match code {
-            ErrorCode::NoEntry => io::ErrorKind::NotFound,
-            ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
-            ErrorCode::NotDirectory => io::ErrorKind::NotADirectory,
-            ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
-            ErrorCode::NameTooLong => io::ErrorKind::InvalidFilename,
-            ErrorCode::ReadOnly => io::ErrorKind::ReadOnlyFilesystem,
-            _ => io::ErrorKind::Other,
-        };
-        io::Error::new(kind, code.to_string())
     }
 }
 
