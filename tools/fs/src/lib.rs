@@ -5,8 +5,9 @@
 //! The allowed roots are the component's WASI preopens: each root the
 //! operator granted is preopened at its own absolute path (read-only roots
 //! with read-only permissions), so the model's absolute paths work unchanged
-//! with `std::fs`, and the sandbox, not this code, keeps every access inside
-//! them. The path checks here only turn would-be sandbox refusals into
+//! with `std::fs` (listings and whole-file reads call WASI on the preopens
+//! directly, see `preopens`), and the sandbox, not this code, keeps every
+//! access inside them. The path checks here only turn would-be sandbox refusals into
 //! messages a model can act on. A relative path is resolved against the
 //! first root, as in the reference server. See `docs/fs-parity.md` for every
 //! difference from the reference and why.
