@@ -144,7 +144,15 @@ pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String
             break;
         }
         if bytes.is_empty() {
+            // The first read's buffer. A file larger than one read (64
+            // KiB) grows it once to what the size says is left (at most
+            // `limit`), not by doubling as reads come in; a smaller one
+            // has only the end check left, which adds nothing.
             bytes = data;
+            let left = size.saturating_sub(bytes.len() as u64);
+            if left > 0 {
+                bytes.reserve_exact(usize::try_from(left).unwrap_or(0));
+            }
         } else {
             bytes.extend_from_slice(&data);
         }
