@@ -33,63 +33,56 @@ pub fn with<R>(f: impl FnOnce(&[(Descriptor, String)]) -> R) -> R {
     PREOPENS.with(|preopens| f(preopens))
 }
 
-/// The preopen that contains `path` most deeply, and the rest of the path
-/// (empty for the preopen itself). `PermissionDenied` when no preopen does.
-pub fn locate<'a>(
-    preopens: &'a [(Descriptor, String)],
-    path: &'a Path,
-) -> io::Result<(&'a Descriptor, &'a Path)> {
-    preopens
-        .iter()
-        .filter_map(|(dir, root)| Some((dir, path.strip_prefix(root).ok()?)))
-        .min_by_key(|(_, relative)| relative.components().count())
-        .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))
+/// Call `f` with the preopen that contains `path` most deeply and the rest
+/// of the path beneath it, as the host takes it (`""` for the preopen
+/// itself). `PermissionDenied` when no preopen contains `path`.
+pub fn beneath<R>(
+    path: &Path,
+    f: impl FnOnce(&Descriptor, &str) -> io::Result<R>,
+) -> io::Result<R> {
+    with(|preopens| {
+        let (root, relative) = preopens
+            .iter()
+            .filter_map(|(dir, root)| Some((dir, path.strip_prefix(root).ok()?)))
+            .min_by_key(|(_, relative)| relative.components().count())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))?;
+        let relative = relative
+            .to_str()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        f(root, relative)
+    })
 }
 
-/// `relative` (see [`locate`]) as the host takes it: UTF-8.
-pub fn relative_str(relative: &Path) -> io::Result<&str> {
-    relative
-        .to_str()
-        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
-}
-
-/// A file opened for reading: the descriptor and its `stat`.
-pub struct Opened {
-    pub descriptor: Descriptor,
-    pub stat: DescriptorStat,
-}
-
-/// Open `path` for reading, following symlinks, as `File::open` does, and
+/// Open `path` for reading, following symlinks as `File::open` does, and
 /// `stat` what was opened (not the path, which could be swapped for
 /// something else in between).
-///
-/// The host refuses to open a special file (a FIFO, a socket, a device)
-/// with `access`; that error comes back as `Err((error, Some(stat)))` with
-/// the `stat` of what the path names, so the caller can tell that refusal
-/// from one of the sandbox's (a `stat` never blocks).
-pub fn open_read(path: &Path) -> Result<Opened, (io::Error, Option<DescriptorStat>)> {
-    with(|preopens| {
-        let (root, relative) = locate(preopens, path).map_err(|e| (e, None))?;
-        let relative = relative_str(relative).map_err(|e| (e, None))?;
-        // `.` for the preopen itself: the host opens a new descriptor of it,
-        // and the preopen's own stays the preopen's.
-        let relative = if relative.is_empty() { "." } else { relative };
-        let descriptor = root
-            .open_at(
-                PathFlags::SYMLINK_FOLLOW,
-                relative,
-                OpenFlags::empty(),
-                DescriptorFlags::READ,
-            )
-            .map_err(|code| {
-                let named = (code == ErrorCode::Access)
-                    .then(|| root.stat_at(PathFlags::SYMLINK_FOLLOW, relative).ok())
-                    .flatten();
-                (to_io(code), named)
-            })?;
-        let stat = descriptor.stat().map_err(|code| (to_io(code), None))?;
-        Ok(Opened { descriptor, stat })
+pub fn open_read(path: &Path) -> io::Result<(Descriptor, DescriptorStat)> {
+    let descriptor = beneath(path, |root, relative| {
+        root.open_at(
+            PathFlags::SYMLINK_FOLLOW,
+            or_dot(relative),
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(to_io)
+    })?;
+    let stat = descriptor.stat().map_err(to_io)?;
+    Ok((descriptor, stat))
+}
+
+/// The `stat` of what `path` names, following symlinks, as
+/// `std::fs::metadata` gives it (a `stat` never blocks, whatever the file).
+pub fn stat(path: &Path) -> io::Result<DescriptorStat> {
+    beneath(path, |root, relative| {
+        root.stat_at(PathFlags::SYMLINK_FOLLOW, or_dot(relative))
+            .map_err(to_io)
     })
+}
+
+/// `.` for the preopen itself: the host opens a descriptor of its own, and
+/// the preopen's stays the preopen's.
+fn or_dot(relative: &str) -> &str {
+    if relative.is_empty() { "." } else { relative }
 }
 
 /// A WASI error as an `io::Error` of the kind wasi-libc's errno would have

@@ -101,26 +101,30 @@ pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String
 pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String> {
     use wasi::filesystem::types::DescriptorType;
 
-    let file = match crate::preopens::open_read(path) {
-        Ok(file) => file,
+    use crate::preopens;
+
+    let (descriptor, stat) = match preopens::open_read(path) {
+        Ok(opened) => opened,
         // The host refuses special files; say so rather than "denied".
-        Err((e, Some(named)))
+        Err(e)
             if e.kind() == io::ErrorKind::PermissionDenied
-                && !matches!(
-                    named.type_,
-                    DescriptorType::RegularFile | DescriptorType::Directory
-                ) =>
+                && preopens::stat(path).is_ok_and(|named| {
+                    !matches!(
+                        named.type_,
+                        DescriptorType::RegularFile | DescriptorType::Directory
+                    )
+                }) =>
         {
             return Err(not_regular(path));
         }
-        Err((e, _)) => return Err(io_error("read", path, &e)),
+        Err(e) => return Err(io_error("read", path, &e)),
     };
-    match file.stat.type_ {
+    match stat.type_ {
         DescriptorType::RegularFile => {}
         DescriptorType::Directory => return Err(is_directory(path)),
         _ => return Err(not_regular(path)),
     }
-    let size = file.stat.size;
+    let size = stat.size;
     if size > limit {
         return Err(too_big(path, size, limit, hint));
     }
@@ -136,10 +140,9 @@ pub fn read_bytes(path: &Path, limit: u64, hint: &str) -> Result<Vec<u8>, String
         let offset = bytes.len() as u64;
         let expected = (size + 1).saturating_sub(offset);
         let want = if expected > 0 { expected } else { CHUNK }.min(limit + 1 - offset);
-        let (data, end) = file
-            .descriptor
+        let (data, end) = descriptor
             .read(want, offset)
-            .map_err(|code| io_error("read", path, &crate::preopens::to_io(code)))?;
+            .map_err(|code| io_error("read", path, &preopens::to_io(code)))?;
         if data.is_empty() {
             break;
         }

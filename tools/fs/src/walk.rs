@@ -157,16 +157,15 @@ mod reader {
 
     /// Call `f` with each entry; returns how many had unusable names.
     pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> io::Result<usize> {
-        preopens::with(|preopens| {
-            let (dir, relative) = preopens::locate(preopens, path)?;
+        preopens::beneath(path, |dir, relative| {
             let opened;
-            let dir = if relative.as_os_str().is_empty() {
+            let dir = if relative.is_empty() {
                 dir
             } else {
                 opened = dir
                     .open_at(
                         PathFlags::SYMLINK_FOLLOW,
-                        preopens::relative_str(relative)?,
+                        relative,
                         OpenFlags::DIRECTORY,
                         DescriptorFlags::READ,
                     )
