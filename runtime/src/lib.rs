@@ -63,6 +63,7 @@ pub mod journal;
 pub mod json;
 pub mod metrics;
 pub mod outbound;
+pub mod phases;
 pub mod protocol;
 pub mod redact;
 pub mod sandbox;

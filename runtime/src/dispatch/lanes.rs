@@ -175,11 +175,13 @@ impl Lanes {
                 drop(tokio::spawn(async move {
                     tokio::task::yield_now().await;
                     teardown();
+                    crate::phases::mark(crate::phases::Phase::TornDown);
                     Inline::new(guest(true), None, spill).await;
                 }));
             }
             _ => drop(tokio::spawn(async move {
                 teardown();
+                crate::phases::mark(crate::phases::Phase::TornDown);
                 guest(false).await;
             })),
         }

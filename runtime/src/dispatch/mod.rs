@@ -543,6 +543,7 @@ impl Dispatcher {
             .lanes
             .run_guest(lane, move |inline| async move {
                 let permits = permits;
+                crate::phases::mark(crate::phases::Phase::Guest);
                 let report = sandbox
                     .call(
                         &component.prepared,
@@ -558,6 +559,7 @@ impl Dispatcher {
                         },
                     )
                     .await;
+                crate::phases::mark(crate::phases::Phase::GuestDone);
                 (report, permits)
             })
             .await;
@@ -577,6 +579,7 @@ impl Dispatcher {
                 sandbox
                     .make_ready(&component.prepared, &limits, inline)
                     .await;
+                crate::phases::mark(crate::phases::Phase::NextReady);
             },
         );
         Ok(settle(&tool, report, &policy.limits, arguments_bytes, record).await)

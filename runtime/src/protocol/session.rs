@@ -152,7 +152,9 @@ impl SessionCalls {
         let server = self.server.clone();
         let in_flight = Arc::clone(&self.in_flight);
         self.calls.spawn(async move {
+            crate::phases::mark(crate::phases::Phase::Handler);
             let result = server.handle_request(request.request, context).await;
+            crate::phases::mark(crate::phases::Phase::Handled);
             let message = match result {
                 Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),

@@ -286,6 +286,7 @@ impl LineTransport {
                 line.clear();
                 match read_line(&mut reader, &mut line).await {
                     Ok(LineRead::Eof) | Err(_) => {
+                        crate::phases::write_out();
                         input.calls.input_closed();
                         break;
                     }
@@ -302,6 +303,7 @@ impl LineTransport {
                     }
                     Ok(LineRead::Line) => {}
                 }
+                crate::phases::mark(crate::phases::Phase::Read);
                 let text = line.trim_ascii();
                 let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
                 if text.is_empty() {
@@ -314,7 +316,9 @@ impl LineTransport {
                 };
                 // The usual case, a valid message, is parsed once; only a
                 // line that is not one is parsed again to say why.
-                if let Ok(message) = crate::protocol::client_message(text) {
+                let parsed = crate::protocol::client_message(text);
+                crate::phases::mark(crate::phases::Phase::Parsed);
+                if let Ok(message) = parsed {
                     if !input.forward(message, permit).await {
                         break;
                     }
@@ -546,10 +550,12 @@ async fn write_queued(writer: &Writer) -> std::io::Result<()> {
         };
         let mut batch = std::mem::take(&mut *lock(&writer.pending));
         if !batch.is_empty() {
+            crate::phases::mark(crate::phases::Phase::Write);
             let written = match sink.write_all(&batch).await {
                 Ok(()) => sink.flush().await,
                 Err(error) => Err(error),
             };
+            crate::phases::mark(crate::phases::Phase::Written);
             writer.admission.output_written(batch.len());
             written?;
             // The buffer goes back for the next lines, unless some were
