@@ -43,8 +43,10 @@ pub fn beneath<R>(
     with(|preopens| {
         let (root, relative) = preopens
             .iter()
-            .filter_map(|(dir, root)| Some((dir, path.strip_prefix(root).ok()?)))
-            .min_by_key(|(_, relative)| relative.components().count())
+            .filter_map(|(dir, root)| {
+                Some((dir, crate::roots::relative_to(path, Path::new(root))?))
+            })
+            .min_by_key(|(_, relative)| crate::roots::depth(relative))
             .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))?;
         let relative = relative
             .to_str()
