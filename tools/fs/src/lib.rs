@@ -13,6 +13,7 @@
 //! difference from the reference and why.
 
 mod edit;
+mod paths;
 #[cfg(all(target_os = "wasi", target_env = "p2"))]
 mod preopens;
 mod read;

@@ -44,9 +44,9 @@ pub fn beneath<R>(
         let (root, relative) = preopens
             .iter()
             .filter_map(|(dir, root)| {
-                Some((dir, crate::roots::relative_to(path, Path::new(root))?))
+                Some((dir, crate::paths::relative_to(path, Path::new(root))?))
             })
-            .min_by_key(|(_, relative)| crate::roots::depth(relative))
+            .min_by_key(|(_, relative)| crate::paths::depth(relative))
             .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied))?;
         let relative = relative
             .to_str()
