@@ -35,7 +35,7 @@ pub enum Phase {
     NextReady = b'a' as isize,
 }
 
-/// Marks kept at most (16 bytes each).
+/// Marks kept at most (24 bytes each in memory: 96 MiB at most).
 pub const MAX_MARKS: usize = 1 << 22;
 
 #[cfg(feature = "phases")]
