@@ -53,6 +53,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod alloc;
 pub mod auth;
 pub mod call;
 pub mod catalog;

@@ -28,6 +28,9 @@ use toolcage::{Host, Options};
 
 use crate::args::{Cli, Command, LogFormat};
 use crate::options::options;
+
+toolcage::use_allocator!();
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A person who types `toolcage serve` in a terminal sees why nothing
@@ -42,6 +45,9 @@ fn main() -> ExitCode {
     );
     if on_terminal {
         eprintln!("{TERMINAL_HINT}");
+    }
+    if let Err(problem) = toolcage::alloc::check() {
+        tracing::warn!("{problem}");
     }
     let runtime = match runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
         Ok(runtime) => runtime,

@@ -447,6 +447,11 @@ impl CallOpts {
     }
 }
 
+// Built with `native`, the benchmark runs the sandbox in-process: with the
+// server's allocator, so that its figures are the server's.
+#[cfg(feature = "native")]
+toolcage::use_allocator!();
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // These are not async, or bring a runtime of their own.
