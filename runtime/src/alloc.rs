@@ -7,16 +7,16 @@
 //! instructions: past its per-thread cache of seven blocks per size, each
 //! allocation and free goes through its bins, and the call's one large
 //! allocation (its boxed future, about 9 KiB) first consolidates every
-//! small free block. With mimalloc a listing takes 9% fewer instructions
-//! and pipelined listings run about 10% faster (docs/benchmarks.md, round
-//! fourteen).
+//! small free block. With mimalloc a call takes 4–8% fewer instructions
+//! and a pipelined listing 13–21% less of the server's CPU
+//! (docs/benchmarks.md, round fourteen).
 //!
 //! Its defaults suit a program that owns the machine: on Linux it commits
 //! an arena's memory as it reserves it, and keeps freed pages for a second
 //! before returning them, which left the idle server with the bundled
 //! tools at 43–59 MiB (glibc: 31–35). [`configure`] makes arenas commit as
 //! they are used and free pages go back at once (about 0.1 `madvise` a
-//! call), which leaves the idle server 2 MiB above glibc's. The first arena
+//! call), which leaves the idle server 2–3 MiB above glibc's. The first arena
 //! is reserved before `main` runs, so [`use_allocator!`] also runs
 //! [`configure`] from the ELF start-up list ahead of mimalloc's own
 //! start-up. Options set in the environment (`MIMALLOC_PURGE_DELAY`, …)
