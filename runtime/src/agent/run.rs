@@ -541,7 +541,7 @@ fn as_tool_message(result: Result<CallOutput, DispatchError>) -> String {
         return format!("Error: {}", text.join("\n"));
     }
     match output.structured {
-        Some(structured) => structured.to_string(),
+        Some(structured) => structured.to_text(),
         None => text.join("\n"),
     }
 }

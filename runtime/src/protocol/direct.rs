@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use super::call::respond;
 use super::request::{capabilities, client_record, needs_of, replay_answers};
+use super::shape::StructuredSlot;
 use crate::auth::Caller;
 use crate::config::ClientNeeds;
 use crate::dispatch::CallContext;
@@ -121,14 +122,19 @@ impl McpServer {
     ) -> (StatusCode, Vec<u8>) {
         let this = self.clone();
         let id = call.id.clone();
+        let slot = StructuredSlot::default();
+        let filled = slot.clone();
         // On the lane rmcp's path would give it; see `dispatch::Lanes`.
         let result = self
             .dispatcher
             .lanes()
             .handle(move |lane| async move {
-                this.run_direct(call, caller.as_ref(), &cancel, lane).await
+                this.run_direct(call, caller.as_ref(), &cancel, lane, &filled)
+                    .await
             })
             .await;
+        // Only a result made here can have put its structured output there.
+        let structured = result.as_ref().ok().and_then(|_| slot.take());
         let (message, status) = match result {
             Ok(response) => {
                 let mut result = ServerResult::from(response);
@@ -141,7 +147,7 @@ impl McpServer {
                 (ServerJsonRpcMessage::error(error, Some(id)), status)
             }
         };
-        match crate::json::to_vec(&message) {
+        match crate::json::reply_to_vec(&message, structured.as_ref()) {
             Ok(bytes) => (status, bytes),
             Err(error) => {
                 tracing::error!(%error, "cannot serialise a tools/call answer");
@@ -165,6 +171,7 @@ impl McpServer {
         caller: Option<&Caller>,
         cancel: &CancellationToken,
         lane: crate::dispatch::Lane,
+        slot: &StructuredSlot,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
         let DirectCall {
             id,
@@ -205,7 +212,7 @@ impl McpServer {
                 },
             )
             .await;
-        respond(result, Some(&replay)).map_err(|mut error| {
+        respond(result, Some(&replay), Some(slot)).map_err(|mut error| {
             // As rmcp's handler maps it for 2026-07-28 peers.
             if error.code == ErrorCode::RESOURCE_NOT_FOUND {
                 error.code = ErrorCode::INVALID_PARAMS;

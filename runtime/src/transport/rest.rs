@@ -276,7 +276,7 @@ impl RestEndpoint {
             ),
             Ok(output) => {
                 let result = match output.structured {
-                    Some(structured) => structured,
+                    Some(structured) => structured.to_value(),
                     None if output
                         .content
                         .iter()
