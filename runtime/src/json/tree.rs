@@ -457,35 +457,40 @@ fn members_index(
     end: usize,
     len: u32,
 ) -> Result<Option<Box<[u32]>>, String> {
-    let mut members = Vec::with_capacity(len as usize);
-    let mut next = at + 1;
-    while next < end {
-        members.push(next as u32);
-        next = builder.nodes.get(next).map_or(end, |e| e.end as usize);
-    }
-    let key = |position: &u32| {
+    let next = |position: usize| builder.nodes.get(position).map_or(end, |e| e.end as usize);
+    let key = |position: usize| {
         builder
             .nodes
-            .get(*position as usize)
+            .get(position)
             .map_or("", |e| builder.key(&e.key))
     };
-    if members.len() <= INDEXED_MEMBERS {
-        for (i, a) in members.iter().enumerate() {
-            if let Some(b) = members
-                .get(i + 1..)
-                .and_then(|rest| rest.iter().find(|b| key(a) == key(b)))
-            {
-                return Err(key(b).to_owned());
+    if len as usize <= INDEXED_MEMBERS {
+        // Each key against those after it, with no allocation.
+        let mut a = at + 1;
+        while a < end {
+            let mut b = next(a);
+            while b < end {
+                if key(a) == key(b) {
+                    return Err(key(a).to_owned());
+                }
+                b = next(b);
             }
+            a = next(a);
         }
         return Ok(None);
     }
-    members.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+    let mut members = Vec::with_capacity(len as usize);
+    let mut member = at + 1;
+    while member < end {
+        members.push(member as u32);
+        member = next(member);
+    }
+    members.sort_unstable_by(|a, b| key(*a as usize).cmp(key(*b as usize)));
     if let Some(pair) = members
         .windows(2)
-        .find(|pair| key(&pair[0]) == key(&pair[1]))
+        .find(|pair| key(pair[0] as usize) == key(pair[1] as usize))
     {
-        return Err(key(&pair[0]).to_owned());
+        return Err(key(pair[0] as usize).to_owned());
     }
     Ok(Some(members.into_boxed_slice()))
 }
