@@ -51,7 +51,7 @@ pub struct Tree {
 }
 
 /// One value, with the key it has in its object.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, PartialEq, Debug)]
 struct Entry {
     /// The member name, for a value in an object.
     key: Str,
@@ -60,7 +60,7 @@ struct Entry {
     end: u32,
 }
 
-#[derive(Clone, PartialEq)]
+#[derive(Clone, PartialEq, Debug)]
 enum Kind {
     Null,
     Bool(bool),
@@ -77,7 +77,7 @@ enum Kind {
 }
 
 /// A string: a span of the text when it had no escapes, else its own.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, PartialEq, Debug)]
 enum Str {
     Span { start: u32, len: u32 },
     Owned(Box<str>),
@@ -110,31 +110,9 @@ impl Tree {
         if u32::try_from(text.len()).is_err() {
             return Err(ParseError::TooLarge { budget });
         }
-        let nodes = {
-            let mut builder = Builder {
-                text: &text,
-                nodes: Vec::with_capacity(text.len() / 16 + 1),
-                left: budget,
-                over: false,
-                duplicate: None,
-            };
-            let mut deserializer = serde_json::Deserializer::from_str(&text);
-            let parsed = Build {
-                builder: &mut builder,
-                key: None,
-            }
-            .deserialize(&mut deserializer)
-            .and_then(|()| deserializer.end());
-            match parsed {
-                Ok(()) => builder.nodes,
-                Err(_) if builder.over => return Err(ParseError::TooLarge { budget }),
-                Err(_) if builder.duplicate.is_some() => {
-                    return Err(ParseError::DuplicateKey(
-                        builder.duplicate.unwrap_or_default(),
-                    ));
-                }
-                Err(error) => return Err(ParseError::Syntax(error.to_string())),
-            }
+        let nodes = match fast::parse(&text, budget) {
+            Some(nodes) => nodes,
+            None => parse_serde(&text, budget)?,
         };
         Ok(Tree { text, nodes })
     }
@@ -176,13 +154,7 @@ impl Tree {
     }
 
     fn str<'s>(&'s self, s: &'s Str) -> &'s str {
-        match s {
-            Str::Span { start, len } => {
-                let start = *start as usize;
-                self.text.get(start..start + *len as usize).unwrap_or("")
-            }
-            Str::Owned(s) => s,
-        }
+        str_in(&self.text, s)
     }
 
     /// The positions of the values within the array or object at `at`.
@@ -206,7 +178,7 @@ impl Tree {
             Kind::Number(number) => {
                 let _ = toolcage_json::to_writer(out, number);
             }
-            Kind::String(s) => toolcage_json::write_str(out, self.str(s)),
+            Kind::String(s) => write_string(out, &self.text, s),
             Kind::Array { .. } => {
                 out.push_ascii(b'[');
                 for (i, child) in self.children(at).enumerate() {
@@ -223,14 +195,42 @@ impl Tree {
                     if i > 0 {
                         out.push_ascii(b',');
                     }
-                    let key = self.nodes.get(child).map_or("", |e| self.str(&e.key));
-                    toolcage_json::write_str(out, key);
+                    if let Some(entry) = self.nodes.get(child) {
+                        write_string(out, &self.text, &entry.key);
+                    }
                     out.push_ascii(b':');
                     self.write_node(out, child);
                 }
                 out.push_ascii(b'}');
             }
         }
+    }
+}
+
+/// `s`, a string of the document `text`.
+fn str_in<'s>(text: &'s str, s: &'s Str) -> &'s str {
+    match s {
+        Str::Span { start, len } => {
+            let start = *start as usize;
+            text.get(start..start + *len as usize).unwrap_or("")
+        }
+        Str::Owned(s) => s,
+    }
+}
+
+/// Write `s` as a JSON string. A span had no escapes in the text it came
+/// from, and JSON text has no raw `"`, `\` or control character inside a
+/// string, so a span is written as it is; what had escapes is escaped.
+fn write_string<S: toolcage_json::Sink>(out: &mut S, text: &str, s: &Str) {
+    match s {
+        Str::Span { .. } => {
+            let span = str_in(text, s);
+            out.reserve_more(span.len() + 2);
+            out.push_ascii(b'"');
+            out.push_text(span);
+            out.push_ascii(b'"');
+        }
+        Str::Owned(owned) => toolcage_json::write_str(out, owned),
     }
 }
 
@@ -255,6 +255,343 @@ impl Iterator for Children<'_> {
 }
 
 // --- Parsing -----------------------------------------------------------------
+
+/// A parser of JSON text into the tree that accepts only what serde_json
+/// accepts, gives the same tree, and charges the same budget; anything
+/// else it leaves to serde_json (the [`Builder`] below), which decides every
+/// error and every case this one does not take (floats and integers
+/// outside 64 bits, `-0`, deep nesting). serde_json looks at a string one
+/// byte at a time through a table; here eight bytes are tested at once,
+/// and most of the time of a parse is strings.
+mod fast {
+    use serde_json::Number;
+
+    use super::{ENTRIES_PER_NODE, Entry, Kind, MAP_NODE_BYTES, NODE_BYTES, Str, members_index};
+
+    /// Nesting this deep is left to serde_json (whose limit is 128).
+    const MAX_DEPTH: u32 = 100;
+
+    /// The tree's nodes, or `None` for serde_json to decide.
+    pub(super) fn parse(text: &str, budget: usize) -> Option<Vec<Entry>> {
+        let mut parser = Parser {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+            left: budget,
+            nodes: Vec::with_capacity(text.len() / 16 + 1),
+        };
+        parser.value(None, 0)?;
+        parser.skip_space();
+        (parser.at == parser.bytes.len()).then_some(parser.nodes)
+    }
+
+    struct Parser<'t> {
+        text: &'t str,
+        bytes: &'t [u8],
+        at: usize,
+        left: usize,
+        nodes: Vec<Entry>,
+    }
+
+    impl Parser<'_> {
+        /// As the serde builder charges: `bytes` and a value.
+        fn charge(&mut self, bytes: usize) -> Option<()> {
+            self.left = self.left.checked_sub(bytes.saturating_add(NODE_BYTES))?;
+            Some(())
+        }
+
+        fn push(&mut self, key: Option<Str>, kind: Kind) -> usize {
+            let at = self.nodes.len();
+            self.nodes.push(Entry {
+                key: key.unwrap_or(Str::Span { start: 0, len: 0 }),
+                kind,
+                end: (at + 1) as u32,
+            });
+            at
+        }
+
+        fn skip_space(&mut self) {
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+        }
+
+        fn eat(&mut self, byte: u8) -> Option<()> {
+            (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+        }
+
+        fn literal(&mut self, word: &[u8]) -> Option<()> {
+            let end = self.at.checked_add(word.len())?;
+            (self.bytes.get(self.at..end) == Some(word)).then(|| self.at = end)
+        }
+
+        fn value(&mut self, key: Option<Str>, depth: u32) -> Option<()> {
+            self.skip_space();
+            match *self.bytes.get(self.at)? {
+                b'{' => self.object(key, depth + 1),
+                b'[' => self.array(key, depth + 1),
+                b'"' => {
+                    let s = self.string()?;
+                    self.charge(str_len(&s))?;
+                    self.push(key, Kind::String(s));
+                    Some(())
+                }
+                b't' => self.leaf(key, b"true", Kind::Bool(true)),
+                b'f' => self.leaf(key, b"false", Kind::Bool(false)),
+                b'n' => self.leaf(key, b"null", Kind::Null),
+                _ => {
+                    let number = self.number()?;
+                    self.charge(0)?;
+                    self.push(key, Kind::Number(number));
+                    Some(())
+                }
+            }
+        }
+
+        fn leaf(&mut self, key: Option<Str>, word: &[u8], kind: Kind) -> Option<()> {
+            self.literal(word)?;
+            self.charge(0)?;
+            self.push(key, kind);
+            Some(())
+        }
+
+        fn array(&mut self, key: Option<Str>, depth: u32) -> Option<()> {
+            if depth > MAX_DEPTH {
+                return None;
+            }
+            self.at += 1;
+            self.charge(0)?;
+            let at = self.push(key, Kind::Array { len: 0 });
+            let mut len = 0u32;
+            self.skip_space();
+            if self.eat(b']').is_none() {
+                loop {
+                    self.value(None, depth)?;
+                    len += 1;
+                    self.skip_space();
+                    if self.eat(b',').is_some() {
+                        continue;
+                    }
+                    self.eat(b']')?;
+                    break;
+                }
+            }
+            let end = self.nodes.len() as u32;
+            let entry = self.nodes.get_mut(at)?;
+            entry.kind = Kind::Array { len };
+            entry.end = end;
+            Some(())
+        }
+
+        fn object(&mut self, key: Option<Str>, depth: u32) -> Option<()> {
+            if depth > MAX_DEPTH {
+                return None;
+            }
+            self.at += 1;
+            self.charge(0)?;
+            let at = self.push(
+                key,
+                Kind::Object {
+                    len: 0,
+                    index: None,
+                },
+            );
+            let mut len = 0u32;
+            self.skip_space();
+            if self.eat(b'}').is_none() {
+                loop {
+                    self.skip_space();
+                    if self.bytes.get(self.at) != Some(&b'"') {
+                        return None;
+                    }
+                    let name = self.string()?;
+                    let node = if (len as usize).is_multiple_of(ENTRIES_PER_NODE) {
+                        MAP_NODE_BYTES
+                    } else {
+                        0
+                    };
+                    len += 1;
+                    self.charge(str_len(&name).saturating_add(node))?;
+                    self.skip_space();
+                    self.eat(b':')?;
+                    self.value(Some(name), depth)?;
+                    self.skip_space();
+                    if self.eat(b',').is_some() {
+                        continue;
+                    }
+                    self.eat(b'}')?;
+                    break;
+                }
+            }
+            let end = self.nodes.len();
+            // A key twice is for serde_json's path to report.
+            let index = if len > 1 {
+                members_index(&self.nodes, self.text, at, end, len).ok()?
+            } else {
+                None
+            };
+            let entry = self.nodes.get_mut(at)?;
+            entry.kind = Kind::Object { len, index };
+            entry.end = end as u32;
+            Some(())
+        }
+
+        /// A string at `"`: a span when it has no escapes.
+        fn string(&mut self) -> Option<Str> {
+            self.at += 1;
+            let start = self.at;
+            let stop = self.scan()?;
+            if self.bytes.get(stop) == Some(&b'"') {
+                self.at = stop + 1;
+                return Some(Str::Span {
+                    start: u32::try_from(start).ok()?,
+                    len: u32::try_from(stop - start).ok()?,
+                });
+            }
+            // An escape: the string decoded.
+            let mut owned = String::with_capacity(stop - start + 16);
+            owned.push_str(self.text.get(start..stop)?);
+            loop {
+                match self.bytes.get(self.at)? {
+                    b'"' => {
+                        self.at += 1;
+                        return Some(Str::Owned(owned.into_boxed_str()));
+                    }
+                    b'\\' => {
+                        self.at += 1;
+                        self.escape(&mut owned)?;
+                    }
+                    _ => return None,
+                }
+                let run = self.at;
+                let stop = self.scan()?;
+                owned.push_str(self.text.get(run..stop)?);
+            }
+        }
+
+        /// Move to the next `"`, `\` or control character, returning its
+        /// position (and leaving `at` there); `None` at the end of the text.
+        fn scan(&mut self) -> Option<usize> {
+            let mut at = self.at;
+            while let Some(chunk) = self.bytes.get(at..at + 8) {
+                let word = u64::from_le_bytes(chunk.try_into().ok()?);
+                let flags = special(word);
+                if flags != 0 {
+                    at += (flags.trailing_zeros() / 8) as usize;
+                    self.at = at;
+                    return Some(at);
+                }
+                at += 8;
+            }
+            while let Some(&byte) = self.bytes.get(at) {
+                if byte == b'"' || byte == b'\\' || byte < 0x20 {
+                    self.at = at;
+                    return Some(at);
+                }
+                at += 1;
+            }
+            None
+        }
+
+        /// One escape after its `\`, appended to `out`.
+        fn escape(&mut self, out: &mut String) -> Option<()> {
+            let byte = *self.bytes.get(self.at)?;
+            self.at += 1;
+            let decoded = match byte {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => {
+                    let first = self.hex4()?;
+                    match first {
+                        0xD800..=0xDBFF => {
+                            // A pair; anything else is serde_json's to judge.
+                            self.literal(b"\\u")?;
+                            let second = self.hex4()?;
+                            if !(0xDC00..=0xDFFF).contains(&second) {
+                                return None;
+                            }
+                            let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                            char::from_u32(code)?
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => char::from_u32(first)?,
+                    }
+                }
+                _ => return None,
+            };
+            out.push(decoded);
+            Some(())
+        }
+
+        fn hex4(&mut self) -> Option<u32> {
+            let digits = self.text.get(self.at..self.at.checked_add(4)?)?;
+            if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            self.at += 4;
+            u32::from_str_radix(digits, 16).ok()
+        }
+
+        /// An integer that fits 64 bits, as serde_json reads it; anything
+        /// else (a fraction, an exponent, `-0`, more digits) is left to it.
+        fn number(&mut self) -> Option<Number> {
+            let negative = self.eat(b'-').is_some();
+            let start = self.at;
+            let mut magnitude: u64 = 0;
+            while let Some(&digit @ b'0'..=b'9') = self.bytes.get(self.at) {
+                magnitude = magnitude
+                    .checked_mul(10)?
+                    .checked_add(u64::from(digit - b'0'))?;
+                self.at += 1;
+            }
+            let digits = self.at - start;
+            // No digits, a leading zero before more digits, or a fraction or
+            // exponent next.
+            if digits == 0
+                || (digits > 1 && self.bytes.get(start) == Some(&b'0'))
+                || matches!(self.bytes.get(self.at), Some(b'.' | b'e' | b'E'))
+            {
+                return None;
+            }
+            if !negative {
+                return Some(Number::from(magnitude));
+            }
+            // serde_json reads `-0` as a float (-0.0); leave it to it.
+            if magnitude == 0 {
+                return None;
+            }
+            let value = 0i64.checked_sub_unsigned(magnitude)?;
+            Some(Number::from(value))
+        }
+    }
+
+    /// The byte length of a string as the budget counts it.
+    fn str_len(s: &Str) -> usize {
+        match s {
+            Str::Span { len, .. } => *len as usize,
+            Str::Owned(s) => s.len(),
+        }
+    }
+
+    /// A flag in the top bit of each byte of `word` that is `"`, `\` or
+    /// below 0x20, exact for the lowest flagged byte (the borrows of the
+    /// subtractions run only upwards from a byte that is flagged).
+    fn special(word: u64) -> u64 {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+        let quote = zero_in(word ^ (ONES * u64::from(b'"')));
+        let backslash = zero_in(word ^ (ONES * u64::from(b'\\')));
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+        quote | backslash | control
+    }
+}
 
 struct Builder<'t> {
     /// The text being parsed: borrowed strings are spans of it.
@@ -300,15 +637,32 @@ impl Builder<'_> {
         }
         Str::Owned(text.into())
     }
+}
 
-    fn key<'s>(&'s self, s: &'s Str) -> &'s str {
-        match s {
-            Str::Span { start, len } => {
-                let start = *start as usize;
-                self.text.get(start..start + *len as usize).unwrap_or("")
-            }
-            Str::Owned(s) => s,
-        }
+/// The nodes of `text` as serde_json reads it: every error, and whatever
+/// [`fast::parse`] leaves.
+fn parse_serde(text: &str, budget: usize) -> Result<Vec<Entry>, ParseError> {
+    let mut builder = Builder {
+        text,
+        nodes: Vec::with_capacity(text.len() / 16 + 1),
+        left: budget,
+        over: false,
+        duplicate: None,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed = Build {
+        builder: &mut builder,
+        key: None,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|()| deserializer.end());
+    match parsed {
+        Ok(()) => Ok(builder.nodes),
+        Err(_) if builder.over => Err(ParseError::TooLarge { budget }),
+        Err(_) if builder.duplicate.is_some() => Err(ParseError::DuplicateKey(
+            builder.duplicate.unwrap_or_default(),
+        )),
+        Err(error) => Err(ParseError::Syntax(error.to_string())),
     }
 }
 
@@ -433,7 +787,7 @@ impl<'de> Visitor<'de> for Build<'_, '_> {
             })?;
         }
         let end = builder.nodes.len() as u32;
-        let index = members_index(builder, at, end as usize, len);
+        let index = members_index(&builder.nodes, builder.text, at, end as usize, len);
         if let Some(duplicate) = index.as_ref().err() {
             builder.duplicate = Some(duplicate.clone());
             return Err(de::Error::custom("duplicate key"));
@@ -452,18 +806,14 @@ impl<'de> Visitor<'de> for Build<'_, '_> {
 /// For the object at `at` (its members before `end`): the sorted index a
 /// large one gets, or the key found twice.
 fn members_index(
-    builder: &Builder<'_>,
+    nodes: &[Entry],
+    text: &str,
     at: usize,
     end: usize,
     len: u32,
 ) -> Result<Option<Box<[u32]>>, String> {
-    let next = |position: usize| builder.nodes.get(position).map_or(end, |e| e.end as usize);
-    let key = |position: usize| {
-        builder
-            .nodes
-            .get(position)
-            .map_or("", |e| builder.key(&e.key))
-    };
+    let next = |position: usize| nodes.get(position).map_or(end, |e| e.end as usize);
+    let key = |position: usize| nodes.get(position).map_or("", |e| str_in(text, &e.key));
     if len as usize <= INDEXED_MEMBERS {
         // Each key against those after it, with no allocation.
         let mut a = at + 1;
@@ -829,6 +1179,106 @@ mod tests {
                 serde_json::to_string(&expected).expect("text")
             );
         }
+    }
+
+    /// Texts near JSON: every document above and the texts in between,
+    /// mutated a character at a time (a cheap, seeded generator).
+    fn mutations() -> Vec<String> {
+        let pieces = [
+            "\"",
+            "\\",
+            "\\u",
+            "\\ud83d",
+            "\\udc00",
+            "0",
+            "-",
+            "-0",
+            "1",
+            ".",
+            "e",
+            "E",
+            "+",
+            ",",
+            ":",
+            "{",
+            "}",
+            "[",
+            "]",
+            " ",
+            "\n",
+            "\u{1}",
+            "\u{7f}",
+            "é",
+            "true",
+            "nul",
+            "18446744073709551616",
+            "9223372036854775808",
+            "\"a\":1",
+            "\\n",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        let mut texts = Vec::new();
+        for seed in DOCUMENTS {
+            for _ in 0..400 {
+                let mut chars: Vec<char> = seed.chars().collect();
+                for _ in 0..1 + next(3) {
+                    let at = next(chars.len() + 1);
+                    match next(3) {
+                        0 if at < chars.len() => {
+                            chars.remove(at);
+                        }
+                        1 if at < chars.len() => {
+                            chars.splice(at..=at, pieces[next(pieces.len())].chars());
+                        }
+                        _ => {
+                            chars.splice(at..at, pieces[next(pieces.len())].chars());
+                        }
+                    }
+                }
+                texts.push(chars.into_iter().collect());
+            }
+        }
+        texts
+    }
+
+    #[test]
+    fn the_fast_parser_takes_only_what_serde_json_takes_and_reads_it_alike() {
+        let mut taken = 0;
+        let texts = mutations();
+        for text in &texts {
+            for budget in [usize::MAX, 300, 2_000] {
+                let serde = parse_serde(text, budget);
+                if let Some(nodes) = fast::parse(text, budget) {
+                    taken += 1;
+                    assert!(
+                        serde.as_ref().is_ok_and(|s| *s == nodes),
+                        "{text:?} within {budget}"
+                    );
+                }
+            }
+        }
+        // Documents with no float in them are all its own.
+        for text in DOCUMENTS
+            .iter()
+            .filter(|text| !text.contains(['.', 'E', 'e']))
+        {
+            let nodes = fast::parse(text, usize::MAX);
+            assert!(nodes.is_some(), "{text}");
+            assert_eq!(nodes, parse_serde(text, usize::MAX).ok());
+        }
+        // The generator makes plenty of both.
+        assert!(taken > texts.len() / 10, "{taken} of {}", texts.len());
+        assert!(
+            taken < texts.len() * 3 * 9 / 10,
+            "{taken} of {}",
+            texts.len()
+        );
     }
 
     #[test]
