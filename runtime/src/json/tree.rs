@@ -259,8 +259,9 @@ impl Iterator for Children<'_> {
 /// A parser of JSON text into the tree that accepts only what serde_json
 /// accepts, gives the same tree, and charges the same budget; anything
 /// else it leaves to serde_json (the [`Builder`] below), which decides every
-/// error and every case this one does not take (floats and integers
-/// outside 64 bits, `-0`, deep nesting). serde_json looks at a string one
+/// error and every case this one does not take (a key twice, a surrogate
+/// escape out of its pair, deep nesting). Floats are read by serde_json
+/// from the number's own text. serde_json looks at a string one
 /// byte at a time through a table; here eight bytes are tested at once,
 /// and most of the time of a parse is strings.
 mod fast {
@@ -538,36 +539,60 @@ mod fast {
             u32::from_str_radix(digits, 16).ok()
         }
 
-        /// An integer that fits 64 bits, as serde_json reads it; anything
-        /// else (a fraction, an exponent, `-0`, more digits) is left to it.
+        /// A number, as serde_json reads it: an integer that fits 64 bits
+        /// as one, anything else (a fraction, an exponent, `-0`, more
+        /// digits) as the float serde_json makes of the same text.
         fn number(&mut self) -> Option<Number> {
+            let first = self.at;
             let negative = self.eat(b'-').is_some();
             let start = self.at;
-            let mut magnitude: u64 = 0;
+            let mut magnitude: Option<u64> = Some(0);
             while let Some(&digit @ b'0'..=b'9') = self.bytes.get(self.at) {
                 magnitude = magnitude
-                    .checked_mul(10)?
-                    .checked_add(u64::from(digit - b'0'))?;
+                    .and_then(|m| m.checked_mul(10))
+                    .and_then(|m| m.checked_add(u64::from(digit - b'0')));
                 self.at += 1;
             }
             let digits = self.at - start;
-            // No digits, a leading zero before more digits, or a fraction or
-            // exponent next.
-            if digits == 0
-                || (digits > 1 && self.bytes.get(start) == Some(&b'0'))
-                || matches!(self.bytes.get(self.at), Some(b'.' | b'e' | b'E'))
-            {
+            // No digits, or a leading zero before more: serde_json's error.
+            if digits == 0 || (digits > 1 && self.bytes.get(start) == Some(&b'0')) {
                 return None;
             }
-            if !negative {
-                return Some(Number::from(magnitude));
+            let mut float = false;
+            if self.eat(b'.').is_some() {
+                float = true;
+                self.digits()?;
             }
-            // serde_json reads `-0` as a float (-0.0); leave it to it.
-            if magnitude == 0 {
-                return None;
+            if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+                float = true;
+                self.at += 1;
+                if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                    self.at += 1;
+                }
+                self.digits()?;
             }
-            let value = 0i64.checked_sub_unsigned(magnitude)?;
-            Some(Number::from(value))
+            match (float, negative, magnitude) {
+                (false, false, Some(magnitude)) => Some(Number::from(magnitude)),
+                // serde_json reads `-0` as a float (-0.0), below.
+                (false, true, Some(magnitude)) if magnitude > 0 => {
+                    Some(Number::from(0i64.checked_sub_unsigned(magnitude)?))
+                }
+                _ => {
+                    // The same text alone gives the float serde_json gives
+                    // it inside a document (its error, for one out of range).
+                    let text = self.text.get(first..self.at)?;
+                    Number::from_f64(serde_json::from_str::<f64>(text).ok()?)
+                }
+            }
+        }
+
+        /// One or more digits.
+        fn digits(&mut self) -> Option<()> {
+            let start = self.at;
+            while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            (self.at > start).then_some(())
         }
     }
 
