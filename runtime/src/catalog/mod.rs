@@ -120,10 +120,8 @@ pub struct ToolDescriptor {
 pub struct ToolSpec {
     /// The descriptor.
     pub descriptor: ToolDescriptor,
-    /// Compiled once per tool version, not per call (for arguments as a
-    /// [`crate::json::tree::Tree`], like the output schema: one
-    /// representation, so jsonschema's code is in the server once).
-    pub input_validator: Schema<crate::json::tree::TreeJson>,
+    /// Compiled once per tool version, not per call.
+    pub input_validator: Schema,
     /// Compiled output schema, if declared, for checking a guest's
     /// structured output as the tree it is parsed into.
     pub output_validator: Option<Schema<crate::json::tree::TreeJson>>,

@@ -28,29 +28,25 @@ const PARSED_OUTPUT_FACTOR: u64 = 4;
 const INLINE_CHECK_BYTES: usize = 64 * 1024;
 
 /// Check `arguments` (`bytes` of JSON text) against the tool's input
-/// schema, under the step budget for its size, as a [`Tree`] (see
-/// [`Tree::from_value`]).
+/// schema, under the step budget for its size.
 pub(super) async fn validate_arguments(
     spec: &Arc<ToolSpec>,
     arguments: &Value,
     bytes: usize,
 ) -> Result<Option<String>, BudgetExceeded> {
-    let check = move |spec: &ToolSpec, arguments: &Value| {
-        let tree = Tree::from_value(arguments);
-        spec.input_validator
-            .problems(tree.root(), budget_for(bytes))
-    };
     if bytes <= INLINE_CHECK_BYTES {
-        return check(spec, arguments);
+        return spec.input_validator.problems(arguments, budget_for(bytes));
     }
     let (spec, arguments) = (Arc::clone(spec), arguments.clone());
-    tokio::task::spawn_blocking(move || check(&spec, &arguments))
-        .await
-        // The check does not panic (running out of steps is an `Err`); a
-        // panic would be a bug, reported as a budget failure.
-        .unwrap_or(Err(BudgetExceeded {
-            steps: budget_for(bytes),
-        }))
+    tokio::task::spawn_blocking(move || {
+        spec.input_validator.problems(&arguments, budget_for(bytes))
+    })
+    .await
+    // The check does not panic (running out of steps is an `Err`); a
+    // panic would be a bug, reported as a budget failure.
+    .unwrap_or(Err(BudgetExceeded {
+        steps: budget_for(bytes),
+    }))
 }
 
 /// Parse and check a guest's result against the tool's contract.

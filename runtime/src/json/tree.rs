@@ -117,19 +117,6 @@ impl Tree {
         Ok(Tree { text, nodes })
     }
 
-    /// `value` as a tree, its strings copied: so that a `Value` (a call's
-    /// arguments, parsed with the request) is checked by the same compiled
-    /// schema code as a guest's output, and jsonschema's validators are
-    /// built into the server once, for one representation, not twice.
-    pub fn from_value(value: &Value) -> Tree {
-        let mut nodes = Vec::new();
-        push_value(&mut nodes, None, value);
-        Tree {
-            text: String::new(),
-            nodes,
-        }
-    }
-
     /// The document's top value.
     pub fn root(&self) -> Node<'_> {
         Node { tree: self, at: 0 }
@@ -217,59 +204,6 @@ impl Tree {
                 out.push_ascii(b'}');
             }
         }
-    }
-}
-
-/// Append `value` (and its values) to `nodes`. Recursion is bounded by
-/// the nesting of a parsed `Value` (serde_json's limit, 128).
-fn push_value(nodes: &mut Vec<Entry>, key: Option<&str>, value: &Value) {
-    let at = nodes.len();
-    let kind = match value {
-        Value::Null => Kind::Null,
-        Value::Bool(b) => Kind::Bool(*b),
-        Value::Number(n) => Kind::Number(n.clone()),
-        Value::String(s) => Kind::String(Str::Owned(s.as_str().into())),
-        Value::Array(_) => Kind::Array { len: 0 },
-        Value::Object(_) => Kind::Object {
-            len: 0,
-            index: None,
-        },
-    };
-    nodes.push(Entry {
-        key: key.map_or(Str::Span { start: 0, len: 0 }, |key| Str::Owned(key.into())),
-        kind,
-        end: (at + 1) as u32,
-    });
-    let kind = match value {
-        Value::Array(items) => {
-            for item in items {
-                push_value(nodes, None, item);
-            }
-            Kind::Array {
-                len: items.len() as u32,
-            }
-        }
-        Value::Object(members) => {
-            for (name, member) in members {
-                push_value(nodes, Some(name), member);
-            }
-            let len = members.len() as u32;
-            // A `Value`'s keys are unique; large objects get their index.
-            let index = if members.len() > INDEXED_MEMBERS {
-                members_index(nodes, "", at, nodes.len(), len)
-                    .ok()
-                    .flatten()
-            } else {
-                None
-            };
-            Kind::Object { len, index }
-        }
-        _ => return,
-    };
-    let end = nodes.len() as u32;
-    if let Some(entry) = nodes.get_mut(at) {
-        entry.kind = kind;
-        entry.end = end;
     }
 }
 
@@ -1370,35 +1304,6 @@ mod tests {
             "{taken} of {}",
             texts.len()
         );
-    }
-
-    #[test]
-    fn a_value_becomes_the_tree_its_text_parses_into() {
-        let members: serde_json::Map<String, Value> = (0..40)
-            .map(|i| (format!("k{i}"), json!([i, "é\n", null])))
-            .collect();
-        let mut values: Vec<Value> = DOCUMENTS
-            .iter()
-            .map(|text| serde_json::from_str(text).expect("JSON"))
-            .collect();
-        values.push(Value::Object(members));
-        for value in values {
-            let tree = Tree::from_value(&value);
-            assert_eq!(tree.to_value(), value);
-            assert_eq!(tree.to_text(), value.to_string());
-            let parsed = Tree::parse(value.to_string(), usize::MAX).expect("parses");
-            let (root, other) = (tree.root(), parsed.root());
-            assert_eq!(root.json_type(), other.json_type());
-            if let (Some(a), Some(b)) = (root.as_object(), other.as_object()) {
-                for (name, _) in b.members() {
-                    let key = name.to_owned();
-                    assert_eq!(
-                        a.get(&key).map(|n| n.to_value().into_owned()),
-                        b.get(&key).map(|n| n.to_value().into_owned())
-                    );
-                }
-            }
-        }
     }
 
     #[test]
