@@ -26,8 +26,6 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-pub mod tree;
-
 /// What one parsed value costs besides its string bytes: a `Value` is 32
 /// bytes, in an array's buffer that may be up to twice its length.
 pub const NODE_BYTES: usize = 64;
@@ -51,8 +49,7 @@ pub enum ParseError {
     /// The text is not JSON (the parser's message, with line and column).
     #[error("{0}")]
     Syntax(String),
-    /// An object has a key twice (refused where the parsed form is not a
-    /// `Value`; see [`tree`]).
+    /// An object has the key twice ([`parse_unique`]).
     #[error("an object has the key {0:?} twice")]
     DuplicateKey(String),
     /// Parsed, it would take more host memory than the budget.
@@ -70,12 +67,30 @@ pub enum ParseError {
 ///
 /// The text is not JSON, or its parsed form would exceed the budget.
 pub fn parse(text: &str, budget: usize) -> Result<Value, ParseError> {
+    parse_with(text, budget, false)
+}
+
+/// [`parse`], refusing an object with a key twice: for text whose parsed
+/// form is checked and then sent on (a guest's structured output). A
+/// `Value` keeps the last of the two; a client's parser may keep the
+/// first, and read a value the check never saw.
+///
+/// # Errors
+///
+/// As [`parse`], or an object has a key twice.
+pub fn parse_unique(text: &str, budget: usize) -> Result<Value, ParseError> {
+    parse_with(text, budget, true)
+}
+
+fn parse_with(text: &str, budget: usize, unique: bool) -> Result<Value, ParseError> {
     let mut left = budget;
     let mut over = false;
+    let mut duplicate = None;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let value = Budgeted {
         left: &mut left,
         over: &mut over,
+        duplicate: unique.then_some(&mut duplicate),
     }
     .deserialize(&mut deserializer)
     .and_then(|value| deserializer.end().map(|()| value));
@@ -84,6 +99,9 @@ pub fn parse(text: &str, budget: usize) -> Result<Value, ParseError> {
         // The budget error travels as a custom serde error; `over` says
         // whether it was ours.
         Err(_) if over => Err(ParseError::TooLarge { budget }),
+        Err(_) if duplicate.is_some() => {
+            Err(ParseError::DuplicateKey(duplicate.unwrap_or_default()))
+        }
         Err(error) => Err(ParseError::Syntax(error.to_string())),
     }
 }
@@ -106,76 +124,18 @@ pub fn with_serialized<T: serde::Serialize + ?Sized, R>(
     value: &T,
     take: impl FnOnce(&[u8]) -> R,
 ) -> serde_json::Result<R> {
-    with_serialized_reply(value, None, take)
-}
-
-/// [`with_serialized`] for a reply to `tools/call` whose result was made
-/// with its structured output left out and put in a
-/// [`StructuredSlot`](crate::protocol::StructuredSlot): `structured` is
-/// written where the result's `structuredContent` would have been, from
-/// the tree it was checked as, never turned into a `Value`.
-///
-/// # Errors
-///
-/// As [`with_serialized`].
-pub fn with_serialized_reply<T: serde::Serialize + ?Sized, R>(
-    value: &T,
-    structured: Option<&tree::Tree>,
-    take: impl FnOnce(&[u8]) -> R,
-) -> serde_json::Result<R> {
     SCRATCH.with(|scratch| {
         let Ok(mut buffer) = scratch.try_borrow_mut() else {
             // Called from within `take`: a buffer of its own.
-            let mut own = Vec::with_capacity(128);
-            let mut sink = Filling {
-                out: &mut own,
-                structured,
-            };
-            return toolcage_json::to_writer(&mut sink, value).map(|()| take(&own));
+            return toolcage_json::to_vec(value).map(|bytes| take(&bytes));
         };
         buffer.clear();
-        let mut sink = Filling {
-            out: &mut buffer,
-            structured,
-        };
-        let serialized = toolcage_json::to_writer(&mut sink, value).map(|()| take(&buffer));
+        let serialized = toolcage_json::to_writer(&mut *buffer, value).map(|()| take(&buffer));
         if buffer.capacity() > KEPT_BUFFER_BYTES {
             *buffer = Vec::new();
         }
         serialized
     })
-}
-
-/// A reply's bytes, with a tool's structured output written into its
-/// result (see [`with_serialized_reply`]).
-struct Filling<'a> {
-    out: &'a mut Vec<u8>,
-    /// Written once, into the first `CallToolResult`.
-    structured: Option<&'a tree::Tree>,
-}
-
-impl toolcage_json::Sink for Filling<'_> {
-    #[inline]
-    fn push_text(&mut self, text: &str) {
-        self.out.push_text(text);
-    }
-    #[inline]
-    fn push_ascii(&mut self, byte: u8) {
-        self.out.push_ascii(byte);
-    }
-    #[inline]
-    fn reserve_more(&mut self, more: usize) {
-        self.out.reserve_more(more);
-    }
-    fn fills(&mut self, structure: &'static str, field: &'static str) -> bool {
-        // rmcp's result type, by the name its derived `Serialize` gives it.
-        self.structured.is_some() && structure == "CallToolResult" && field == "structuredContent"
-    }
-    fn fill(&mut self) {
-        if let Some(tree) = self.structured.take() {
-            tree.write(self.out);
-        }
-    }
 }
 
 /// `value` as JSON text in a `Vec` of exactly its length (one allocation;
@@ -186,19 +146,6 @@ impl toolcage_json::Sink for Filling<'_> {
 /// `value` cannot be serialised.
 pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
     with_serialized(value, <[u8]>::to_vec)
-}
-
-/// [`to_vec`] for a reply with `structured` written into its result (see
-/// [`with_serialized_reply`]).
-///
-/// # Errors
-///
-/// `value` cannot be serialised.
-pub fn reply_to_vec<T: serde::Serialize + ?Sized>(
-    value: &T,
-    structured: Option<&tree::Tree>,
-) -> serde_json::Result<Vec<u8>> {
-    with_serialized_reply(value, structured, <[u8]>::to_vec)
 }
 
 /// `value` as JSON text, in one allocation of its length. A `Value`
@@ -228,6 +175,8 @@ pub fn base64_len(bytes: usize) -> usize {
 struct Budgeted<'a> {
     left: &'a mut usize,
     over: &'a mut bool,
+    /// Where a key found twice goes, when that is refused.
+    duplicate: Option<&'a mut Option<String>>,
 }
 
 impl Budgeted<'_> {
@@ -248,6 +197,7 @@ impl Budgeted<'_> {
         Budgeted {
             left: &mut *self.left,
             over: &mut *self.over,
+            duplicate: self.duplicate.as_deref_mut(),
         }
     }
 }
@@ -332,6 +282,12 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
             };
             entries += 1;
             self.charge(key.len().saturating_add(node))?;
+            if let Some(found) = self.duplicate.as_deref_mut()
+                && object.contains_key(&key)
+            {
+                *found = Some(key);
+                return Err(de::Error::custom("duplicate key"));
+            }
             let value = map.next_value_seed(self.reborrow())?;
             object.insert(key, value);
         }
@@ -376,57 +332,6 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_filled_from_its_tree_reads_as_with_the_value_in_it() {
-        use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerJsonRpcMessage};
-        let structured = r#"{"entries": [{"name": "a\nb", "size": 1E3}], "more": false}"#;
-        let tree = tree::Tree::parse(structured.to_owned(), usize::MAX).expect("parses");
-        for (is_error, version_2026) in [(false, true), (true, true), (false, false)] {
-            let content = vec![ContentBlock::text("listing\n")];
-            let mut result = if is_error {
-                CallToolResult::error(content)
-            } else {
-                CallToolResult::success(content)
-            };
-            if !version_2026 {
-                // What rmcp does to a result for an older client.
-                result.result_type = None;
-            }
-            let mut with_value = result.clone();
-            with_value.structured_content = Some(tree.to_value());
-            let id = RequestId::Number(7);
-            let message =
-                |result: CallToolResult| ServerJsonRpcMessage::response(result.into(), id.clone());
-            let filled = reply_to_vec(&message(result.clone()), Some(&tree)).expect("serialises");
-            let expected = serde_json::to_vec(&message(with_value)).expect("serialises");
-            let (filled, expected): (Value, Value) = (
-                serde_json::from_slice(&filled).expect("JSON"),
-                serde_json::from_slice(&expected).expect("JSON"),
-            );
-            assert_eq!(filled, expected);
-            // Without a tree, the result is written as it is.
-            let plain = reply_to_vec(&message(result.clone()), None).expect("serialises");
-            assert_eq!(
-                plain,
-                serde_json::to_vec(&message(result)).expect("serialises")
-            );
-        }
-        // Any other struct's field of that name is left out as before.
-        #[derive(serde::Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Other {
-            #[serde(skip_serializing_if = "Option::is_none")]
-            structured_content: Option<u8>,
-        }
-        let other = Other {
-            structured_content: None,
-        };
-        assert_eq!(
-            reply_to_vec(&other, Some(&tree)).expect("serialises"),
-            b"{}"
-        );
-    }
-
-    #[test]
     fn a_value_that_cannot_be_serialised_is_an_error_and_take_is_not_called() {
         // A map with a non-string key is not JSON.
         let map = std::collections::BTreeMap::from([((1, 2), 3)]);
@@ -434,6 +339,37 @@ mod tests {
         assert!(with_serialized(&map, |_| called = true).is_err());
         assert!(!called);
         assert!(to_vec(&map).is_err());
+    }
+
+    #[test]
+    fn a_key_twice_is_refused_where_asked_at_any_depth() {
+        let members: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        let large = format!("{{{}, \"k7\": 0}}", members.join(", "));
+        for (text, key) in [
+            (r#"{"a": 1, "b": 2, "a": 3}"#, "a"),
+            (r#"{"x": [{"k": 1, "k": 1}]}"#, "k"),
+            (large.as_str(), "k7"),
+            // Escaped or not, the same key.
+            (r#"{"a": 1, "\u0061": 2}"#, "a"),
+        ] {
+            assert_eq!(
+                parse_unique(text, usize::MAX),
+                Err(ParseError::DuplicateKey(key.into())),
+                "{text}"
+            );
+            // The plain parse keeps the last, as serde_json does.
+            assert!(parse(text, usize::MAX).is_ok(), "{text}");
+        }
+        let unique = format!("{{{}}}", members.join(", "));
+        assert_eq!(
+            parse_unique(&unique, usize::MAX),
+            parse(&unique, usize::MAX)
+        );
+        // A syntax error is still one.
+        assert!(matches!(
+            parse_unique(r#"{"a": 1,"#, usize::MAX),
+            Err(ParseError::Syntax(_))
+        ));
     }
 
     #[test]

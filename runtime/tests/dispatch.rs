@@ -92,7 +92,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
                 .join("\n");
             match (output.is_error, output.structured) {
                 (true, _) => format!("error: {text}"),
-                (false, Some(structured)) => format!("ok: {}", structured.to_value()),
+                (false, Some(structured)) => format!("ok: {structured}"),
                 (false, None) => format!("ok: {text}"),
             }
         }

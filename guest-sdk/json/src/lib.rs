@@ -31,16 +31,6 @@ pub trait Sink {
     fn push_ascii(&mut self, byte: u8);
     /// Make room for `more` bytes.
     fn reserve_more(&mut self, more: usize);
-    /// Whether to write a field that struct `structure` leaves out
-    /// (serde's `skip_serializing_if`) after all, its value written by
-    /// [`Sink::fill`]: a value that is not a Rust value at hand, such as
-    /// JSON text already checked, put where a type expects one it lacks.
-    /// No field, unless a sink says so.
-    fn fills(&mut self, _structure: &'static str, _field: &'static str) -> bool {
-        false
-    }
-    /// Write the value of the field [`Sink::fills`] took.
-    fn fill(&mut self) {}
 }
 
 impl Sink for Vec<u8> {
@@ -281,8 +271,6 @@ struct Serializer<'a, S> {
 /// A sequence or map being written; `first` until its first item.
 struct Compound<'a, S> {
     out: &'a mut S,
-    /// The struct's name, for [`Sink::fills`] (empty for the others).
-    structure: &'static str,
     first: bool,
     /// Closes an enum variant's `{"variant":` around the value.
     variant: bool,
@@ -290,14 +278,9 @@ struct Compound<'a, S> {
 
 impl<'a, S: Sink> Compound<'a, S> {
     fn open(out: &'a mut S, bracket: u8, variant: bool) -> Self {
-        Self::open_struct(out, "", bracket, variant)
-    }
-
-    fn open_struct(out: &'a mut S, structure: &'static str, bracket: u8, variant: bool) -> Self {
         out.push_ascii(bracket);
         Compound {
             out,
-            structure,
             first: true,
             variant,
         }
@@ -471,18 +454,18 @@ impl<'a, S: Sink> ser::Serializer for Serializer<'a, S> {
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, S>, Error> {
         Ok(Compound::open(self.out, b'{', false))
     }
-    fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a, S>, Error> {
-        Ok(Compound::open_struct(self.out, name, b'{', false))
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a, S>, Error> {
+        Ok(Compound::open(self.out, b'{', false))
     }
     fn serialize_struct_variant(
         self,
-        name: &'static str,
+        _name: &'static str,
         _index: u32,
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a, S>, Error> {
         open_variant(self.out, variant);
-        Ok(Compound::open_struct(self.out, name, b'{', true))
+        Ok(Compound::open(self.out, b'{', true))
     }
 }
 
@@ -539,15 +522,6 @@ macro_rules! structure {
                 value: &T,
             ) -> Result<(), Error> {
                 self.field(key, value)
-            }
-            fn skip_field(&mut self, key: &'static str) -> Result<(), Error> {
-                if self.out.fills(self.structure, key) {
-                    self.separate();
-                    write_str(self.out, key);
-                    self.out.push_ascii(b':');
-                    self.out.fill();
-                }
-                Ok(())
             }
             fn end(self) -> Result<(), Error> {
                 self.close(b'}')

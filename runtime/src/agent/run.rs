@@ -541,7 +541,7 @@ fn as_tool_message(result: Result<CallOutput, DispatchError>) -> String {
         return format!("Error: {}", text.join("\n"));
     }
     match output.structured {
-        Some(structured) => structured.to_text(),
+        Some(structured) => structured.to_string(),
         None => text.join("\n"),
     }
 }

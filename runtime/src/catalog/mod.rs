@@ -122,9 +122,8 @@ pub struct ToolSpec {
     pub descriptor: ToolDescriptor,
     /// Compiled once per tool version, not per call.
     pub input_validator: Schema,
-    /// Compiled output schema, if declared, for checking a guest's
-    /// structured output as the tree it is parsed into.
-    pub output_validator: Option<Schema<crate::json::tree::TreeJson>>,
+    /// Compiled output schema, if declared.
+    pub output_validator: Option<Schema>,
     /// Whether the input schema mentions `x-mcp-header` anywhere: rmcp
     /// checks `Mcp-Param-*` headers against such annotations, so HTTP
     /// calls of this tool are left to it (`protocol::direct`).

@@ -342,15 +342,14 @@ pub(super) fn validate_descriptors(raw: Vec<RawDescriptor>) -> Result<Vec<ToolSp
             Some(text) => Some(object_schema(&d.name, "output", text)?),
             None => None,
         };
-        let invalid =
-            |kind: &str, error| format!("tool `{}` has an invalid {kind} schema: {error}", d.name);
+        let compile = |kind: &str, schema: &Map<String, Value>| {
+            Schema::compile(schema)
+                .map_err(|error| format!("tool `{}` has an invalid {kind} schema: {error}", d.name))
+        };
         check_icons("tool", &d.name, &d.icons)?;
-        let input_validator =
-            Schema::compile(&input_schema).map_err(|error| invalid("input", error))?;
+        let input_validator = compile("input", &input_schema)?;
         let output_validator = match &output_schema {
-            Some(schema) => {
-                Some(Schema::compile(schema).map_err(|error| invalid("output", error))?)
-            }
+            Some(schema) => Some(compile("output", schema)?),
             None => None,
         };
         let header_annotated = mentions_header_annotation(&input_schema);

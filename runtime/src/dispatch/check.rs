@@ -1,8 +1,7 @@
 //! The checks on either side of a run: arguments against the input
 //! schema, a guest's structured output parsed and checked against the
-//! output schema (as a [`Tree`], which the reply is then written from).
-//! Each under a step or byte budget that grows with its input, and off the
-//! runtime thread when the input is large.
+//! output schema. Each under a step or byte budget that grows with its
+//! input, and off the runtime thread when the input is large.
 
 use std::sync::Arc;
 
@@ -13,7 +12,6 @@ use crate::call::ToolResult;
 use crate::catalog::{LoadedTool, ToolSpec};
 use crate::config::Limits;
 use crate::json;
-use crate::json::tree::Tree;
 use crate::schema::{BudgetExceeded, budget_for};
 
 /// How much host memory a result's parsed structured output may take, as a
@@ -27,26 +25,39 @@ const PARSED_OUTPUT_FACTOR: u64 = 4;
 /// bounded by its step budget, which grows with the instance).
 const INLINE_CHECK_BYTES: usize = 64 * 1024;
 
-/// Check `arguments` (`bytes` of JSON text) against the tool's input
-/// schema, under the step budget for its size.
-pub(super) async fn validate_arguments(
+/// Which of a tool's schemas.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Which {
+    Input,
+    Output,
+}
+
+/// Check `value` (`bytes` of JSON text) against the tool's `which` schema,
+/// under the step budget for its size.
+pub(super) async fn validate(
     spec: &Arc<ToolSpec>,
-    arguments: &Value,
+    which: Which,
+    value: &Value,
     bytes: usize,
 ) -> Result<Option<String>, BudgetExceeded> {
+    let check = move |spec: &ToolSpec, value: &Value| match which {
+        Which::Input => spec.input_validator.problems(value, budget_for(bytes)),
+        Which::Output => spec
+            .output_validator
+            .as_ref()
+            .map_or(Ok(None), |schema| schema.problems(value, budget_for(bytes))),
+    };
     if bytes <= INLINE_CHECK_BYTES {
-        return spec.input_validator.problems(arguments, budget_for(bytes));
+        return check(spec, value);
     }
-    let (spec, arguments) = (Arc::clone(spec), arguments.clone());
-    tokio::task::spawn_blocking(move || {
-        spec.input_validator.problems(&arguments, budget_for(bytes))
-    })
-    .await
-    // The check does not panic (running out of steps is an `Err`); a
-    // panic would be a bug, reported as a budget failure.
-    .unwrap_or(Err(BudgetExceeded {
-        steps: budget_for(bytes),
-    }))
+    let (spec, value) = (Arc::clone(spec), value.clone());
+    tokio::task::spawn_blocking(move || check(&spec, &value))
+        .await
+        // The check does not panic (running out of steps is an `Err`);
+        // a panic would be a bug, reported as a budget failure.
+        .unwrap_or(Err(BudgetExceeded {
+            steps: budget_for(bytes),
+        }))
 }
 
 /// Parse and check a guest's result against the tool's contract.
@@ -56,37 +67,67 @@ pub(super) async fn check_output(
     limits: &Limits,
 ) -> CallOutput {
     let name = &tool.spec.descriptor.name;
-    let checked = match result.structured {
-        None => None,
-        Some(text) if text.len() <= INLINE_CHECK_BYTES => Some(check_structured(
-            &tool.spec,
-            text,
-            result.is_error,
-            limits.max_result_bytes,
-        )),
+    let budget = limits.max_result_bytes.saturating_mul(PARSED_OUTPUT_FACTOR);
+    let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+    let (structured, bytes) = match result.structured {
+        None => (None, 0),
         Some(text) => {
-            let spec = Arc::clone(&tool.spec);
-            let (is_error, max) = (result.is_error, limits.max_result_bytes);
-            Some(
-                tokio::task::spawn_blocking(move || check_structured(&spec, text, is_error, max))
+            let bytes = text.len();
+            // A key twice is refused: the check would see one value and a
+            // client might read the other.
+            let parsed = if bytes <= INLINE_CHECK_BYTES {
+                json::parse_unique(&text, budget)
+            } else {
+                tokio::task::spawn_blocking(move || json::parse_unique(&text, budget))
                     .await
-                    .unwrap_or_else(|_| {
-                        Err(format!(
-                            "tool `{name}` returned structured output that could not be checked"
-                        ))
-                    }),
-            )
+                    .unwrap_or(Err(json::ParseError::TooLarge { budget }))
+            };
+            match parsed {
+                Ok(value @ Value::Object(_)) => (Some(value), bytes),
+                Ok(_) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output that is not a JSON object"
+                    ));
+                }
+                Err(error @ json::ParseError::TooLarge { .. }) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output too large to check: {error} \
+                         ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
+                        limits.max_result_bytes
+                    ));
+                }
+                Err(error @ json::ParseError::DuplicateKey(_)) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output in which {error}"
+                    ));
+                }
+                Err(json::ParseError::Syntax(error)) => {
+                    return CallOutput::error(format!(
+                        "tool `{name}` returned structured output that is not valid JSON: {error}"
+                    ));
+                }
+            }
         }
     };
-    let structured = match checked {
-        None => None,
-        Some(Ok(tree)) => Some(tree),
-        Some(Err(message)) => return CallOutput::error(message),
-    };
-    if !result.is_error && structured.is_none() && tool.spec.output_validator.is_some() {
-        return CallOutput::error(format!(
-            "tool `{name}` declares an output schema but returned no structured output"
-        ));
+    if !result.is_error && tool.spec.output_validator.is_some() {
+        let Some(value) = &structured else {
+            return CallOutput::error(format!(
+                "tool `{name}` declares an output schema but returned no structured output"
+            ));
+        };
+        match validate(&tool.spec, Which::Output, value, bytes).await {
+            Ok(None) => {}
+            Ok(Some(problems)) => {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
+                ));
+            }
+            Err(exceeded) => {
+                return CallOutput::error(format!(
+                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
+                ));
+            }
+        }
     }
     CallOutput {
         content: result.content,
@@ -96,52 +137,4 @@ pub(super) async fn check_output(
         failure: None,
         refused: None,
     }
-}
-
-/// Parse a guest's structured output (`text`) under its memory budget,
-/// and check it against the output schema unless the result is an error:
-/// the tree, or the error result's message.
-fn check_structured(
-    spec: &ToolSpec,
-    text: String,
-    is_error: bool,
-    max_result_bytes: u64,
-) -> Result<Tree, String> {
-    let name = &spec.descriptor.name;
-    let budget = max_result_bytes.saturating_mul(PARSED_OUTPUT_FACTOR);
-    let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-    let bytes = text.len();
-    let tree = Tree::parse(text, budget).map_err(|error| match error {
-        json::ParseError::TooLarge { .. } => format!(
-            "tool `{name}` returned structured output too large to check: {error} \
-             ({PARSED_OUTPUT_FACTOR}× the result size limit of {max_result_bytes} bytes)"
-        ),
-        json::ParseError::DuplicateKey(_) => {
-            format!("tool `{name}` returned structured output in which {error}")
-        }
-        json::ParseError::Syntax(error) => {
-            format!("tool `{name}` returned structured output that is not valid JSON: {error}")
-        }
-    })?;
-    if !tree.is_object() {
-        return Err(format!(
-            "tool `{name}` returned structured output that is not a JSON object"
-        ));
-    }
-    if let Some(schema) = spec.output_validator.as_ref().filter(|_| !is_error) {
-        match schema.problems(tree.root(), budget_for(bytes)) {
-            Ok(None) => {}
-            Ok(Some(problems)) => {
-                return Err(format!(
-                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
-                ));
-            }
-            Err(exceeded) => {
-                return Err(format!(
-                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
-                ));
-            }
-        }
-    }
-    Ok(tree)
 }

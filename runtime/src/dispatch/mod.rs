@@ -32,7 +32,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::check::{check_output, validate_arguments};
+use self::check::{Which, check_output, validate};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
 pub use self::lanes::{Lane, Lanes};
@@ -43,7 +43,6 @@ use crate::catalog::{FileStatus, LoadedTool, Registry};
 use crate::config::{ClientNeeds, Config, Limits, Policy};
 use crate::grants;
 use crate::journal::{ClientId, Journal};
-use crate::json::tree::Tree;
 use crate::sandbox::{CallSpec, Checked, Sandbox};
 
 /// How long [`Dispatcher::shutdown`] waits for cancelled calls to unwind
@@ -214,9 +213,8 @@ pub enum ServeError {
 pub struct CallOutput {
     /// Content items.
     pub content: Vec<Content>,
-    /// Structured output, parsed and (when a schema is declared) checked:
-    /// an object.
-    pub structured: Option<Tree>,
+    /// Structured output, parsed and (when a schema is declared) checked.
+    pub structured: Option<Value>,
     /// Whether it is an error result.
     pub is_error: bool,
     /// Set when the call stopped to ask the client first (2026-07-28): the
@@ -730,7 +728,7 @@ async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String,
     let name = &tool.spec.descriptor.name;
     // One allocation of the exact length (`to_string` grows its buffer).
     let text = crate::json::value_text(arguments);
-    match validate_arguments(&tool.spec, arguments, text.len()).await {
+    match validate(&tool.spec, Which::Input, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(
             Outcome::Refused(

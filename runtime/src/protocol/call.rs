@@ -13,7 +13,7 @@ use super::request::{
     Replay, caller, capabilities, client_id, client_services, declared_needs, is_stateless,
     replay_answers, task_owner,
 };
-use super::shape::{StructuredSlot, input_required, to_mcp_result_with};
+use super::shape::input_required;
 use super::{McpServer, tasks, to_mcp_result};
 use crate::auth;
 use crate::call::{ClientServices, GuestEvent, TaskStart, TaskSupport};
@@ -79,11 +79,7 @@ impl McpServer {
         // The sink's last clone went with the call's store; wait until every
         // notification it queued is written, so none trails the response.
         forwarder.finish().await;
-        respond(
-            result,
-            replay.as_ref(),
-            ctx.extensions.get::<StructuredSlot>(),
-        )
+        respond(result, replay.as_ref())
     }
 
     /// When a call of tool `name` by this request's caller would become a
@@ -236,7 +232,7 @@ impl McpServer {
             }
             result = &mut done_rx => {
                 return match result {
-                    Ok(result) => respond(result, Some(&replay), None),
+                    Ok(result) => respond(result, Some(&replay)),
                     Err(_) => Err(McpError::internal_error("the call ended without a result", None)),
                 };
             }
@@ -245,7 +241,7 @@ impl McpServer {
             }
         }
         match done_rx.await {
-            Ok(result) => respond(result, Some(&replay), None),
+            Ok(result) => respond(result, Some(&replay)),
             Err(_) => Err(McpError::internal_error(
                 "the call ended without a result",
                 None,
@@ -255,11 +251,9 @@ impl McpServer {
 }
 
 /// The answer to a `tools/call` that ran in its request.
-/// With `slot`, a structured output goes there (see [`StructuredSlot`]).
 pub(super) fn respond(
     result: Result<crate::dispatch::CallOutput, DispatchError>,
     replay: Option<&Replay>,
-    slot: Option<&StructuredSlot>,
 ) -> Result<CallToolResponse, McpError> {
     match result {
         Ok(mut output) => match (output.input_required.take(), replay) {
@@ -275,7 +269,7 @@ pub(super) fn respond(
                 "a call stopped for input outside a 2026-07-28 request",
                 None,
             )),
-            (None, _) => Ok(to_mcp_result_with(output, slot).into()),
+            (None, _) => Ok(to_mcp_result(output).into()),
         },
         Err(error @ DispatchError::UnknownTool { .. }) => Err(McpError::invalid_params(
             format!("{error}; call tools/list for the available tools"),

@@ -34,7 +34,6 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use super::call::respond;
 use super::request::{capabilities, client_record, needs_of, replay_answers};
-use super::shape::StructuredSlot;
 use crate::auth::Caller;
 use crate::config::ClientNeeds;
 use crate::dispatch::CallContext;
@@ -122,19 +121,14 @@ impl McpServer {
     ) -> (StatusCode, Vec<u8>) {
         let this = self.clone();
         let id = call.id.clone();
-        let slot = StructuredSlot::default();
-        let filled = slot.clone();
         // On the lane rmcp's path would give it; see `dispatch::Lanes`.
         let result = self
             .dispatcher
             .lanes()
             .handle(move |lane| async move {
-                this.run_direct(call, caller.as_ref(), &cancel, lane, &filled)
-                    .await
+                this.run_direct(call, caller.as_ref(), &cancel, lane).await
             })
             .await;
-        // Only a result made here can have put its structured output there.
-        let structured = result.as_ref().ok().and_then(|_| slot.take());
         let (message, status) = match result {
             Ok(response) => {
                 let mut result = ServerResult::from(response);
@@ -147,7 +141,7 @@ impl McpServer {
                 (ServerJsonRpcMessage::error(error, Some(id)), status)
             }
         };
-        match crate::json::reply_to_vec(&message, structured.as_ref()) {
+        match crate::json::to_vec(&message) {
             Ok(bytes) => (status, bytes),
             Err(error) => {
                 tracing::error!(%error, "cannot serialise a tools/call answer");
@@ -171,7 +165,6 @@ impl McpServer {
         caller: Option<&Caller>,
         cancel: &CancellationToken,
         lane: crate::dispatch::Lane,
-        slot: &StructuredSlot,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
         let DirectCall {
             id,
@@ -212,7 +205,7 @@ impl McpServer {
                 },
             )
             .await;
-        respond(result, Some(&replay), Some(slot)).map_err(|mut error| {
+        respond(result, Some(&replay)).map_err(|mut error| {
             // As rmcp's handler maps it for 2026-07-28 peers.
             if error.code == ErrorCode::RESOURCE_NOT_FOUND {
                 error.code = ErrorCode::INVALID_PARAMS;

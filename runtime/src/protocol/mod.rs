@@ -48,8 +48,8 @@ mod tasks;
 pub use direct::DirectCall;
 pub use message::client_message;
 pub use notify::{ListKind, Notifier};
-pub use session::{CLOSED_DRAIN, Reply, STOPPED_DRAIN, SessionCalls};
-pub use shape::{StructuredSlot, to_mcp_result, to_mcp_tool};
+pub use session::{CLOSED_DRAIN, STOPPED_DRAIN, SessionCalls};
+pub use shape::{to_mcp_result, to_mcp_tool};
 pub use tasks::Tasks;
 
 use call::task_support;

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientNotification, ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcNotification,
-    JsonRpcRequest, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    JsonRpcRequest, RequestId, RequestMetaObject, ServerJsonRpcMessage,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, Service as _};
@@ -46,23 +46,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::McpServer;
-use super::shape::StructuredSlot;
-use crate::json::tree::Tree;
 
 /// How long calls may go on answering after the client closed its input:
 /// rmcp's own drain for a closed session.
 pub const CLOSED_DRAIN: Duration = Duration::from_secs(5);
 /// And after the server was asked to stop: rmcp's drain for a cancelled one.
 pub const STOPPED_DRAIN: Duration = Duration::from_secs(2);
-
-/// The answer to a call taken here: the message, and the tool's structured
-/// output to write into its result (see [`StructuredSlot`]).
-pub struct Reply {
-    /// The JSON-RPC message.
-    pub message: ServerJsonRpcMessage,
-    /// Written where the result's `structuredContent` would be.
-    pub structured: Option<Tree>,
-}
 
 /// The calls one session runs beside rmcp's loop.
 pub struct SessionCalls {
@@ -111,7 +100,7 @@ impl SessionCalls {
         reply: R,
     ) -> Result<(), JsonRpcRequest<ClientRequest>>
     where
-        R: FnOnce(Reply) -> F + Send + 'static,
+        R: FnOnce(ServerJsonRpcMessage) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
         let Some(peer) = self.peer.get() else {
@@ -160,28 +149,15 @@ impl SessionCalls {
             .remove::<RequestMetaObject>()
             .unwrap_or_default();
         context.extensions = std::mem::take(request.request.extensions_mut());
-        // The reply is written here, so the structured output can be
-        // written from its tree.
-        let slot = StructuredSlot::default();
-        context.extensions.insert(slot.clone());
         let server = self.server.clone();
         let in_flight = Arc::clone(&self.in_flight);
         self.calls.spawn(async move {
             crate::phases::mark(crate::phases::Phase::Handler);
             let result = server.handle_request(request.request, context).await;
             crate::phases::mark(crate::phases::Phase::Handled);
-            let (message, structured) = match result {
-                Ok(result) => {
-                    // Only a tool's result can have put its output there.
-                    let structured = matches!(result, ServerResult::CallToolResult(_))
-                        .then(|| slot.take())
-                        .flatten();
-                    (
-                        ServerJsonRpcMessage::response(result, id.clone()),
-                        structured,
-                    )
-                }
-                Err(error) => (ServerJsonRpcMessage::error(error, Some(id.clone())), None),
+            let message = match result {
+                Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),
             };
             // A request the client cancelled is not answered.
             let token = {
@@ -194,11 +170,7 @@ impl SessionCalls {
             };
             if let Some((_, token)) = token {
                 token.cancel();
-                reply(Reply {
-                    message,
-                    structured,
-                })
-                .await;
+                reply(message).await;
             } else {
                 tracing::debug!(%id, "dropping response for cancelled request");
             }

@@ -150,59 +150,14 @@ pub fn to_mcp_tool(descriptor: &ToolDescriptor, task_support: TaskSupport) -> To
 
 /// Convert a dispatcher result to MCP's `CallToolResult`.
 pub fn to_mcp_result(output: CallOutput) -> CallToolResult {
-    to_mcp_result_with(output, None)
-}
-
-/// [`to_mcp_result`], with the structured output put in `slot` when there
-/// is one, for the reply's writer to write from its tree
-/// ([`crate::json::with_serialized_reply`]); in the result it is a `Value`
-/// only where no such writer will write it.
-pub(super) fn to_mcp_result_with(
-    output: CallOutput,
-    slot: Option<&StructuredSlot>,
-) -> CallToolResult {
     let content: Vec<ContentBlock> = output.content.into_iter().map(to_mcp_content).collect();
     let mut result = if output.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = match (output.structured, slot) {
-        (Some(tree), Some(slot)) => {
-            slot.put(tree);
-            None
-        }
-        (structured, _) => structured.map(|tree| tree.to_value()),
-    };
+    result.structured_content = output.structured;
     result
-}
-
-/// Where the structured output of a `tools/call` answered by a path that
-/// writes its own reply goes (in the request's extensions), so that it is
-/// written from the tree it was checked as rather than made a `Value` for
-/// rmcp's result type and serialised again. The path takes it back out
-/// when the result is a `CallToolResult`, and writes it with
-/// [`crate::json::with_serialized_reply`]: the result then reads exactly
-/// as it would have with the `Value` in it (a structured output is an
-/// object, which rmcp keeps for every protocol version).
-#[derive(Clone, Default)]
-pub struct StructuredSlot(Arc<std::sync::Mutex<Option<crate::json::tree::Tree>>>);
-
-impl StructuredSlot {
-    fn put(&self, tree: crate::json::tree::Tree) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tree);
-    }
-
-    /// The structured output put here, if any.
-    pub fn take(&self) -> Option<crate::json::tree::Tree> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
 }
 
 /// Convert one content item to MCP (binary data base64-encoded).
@@ -341,9 +296,7 @@ mod tests {
     fn output(content: Vec<Content>, structured: Option<Value>, is_error: bool) -> CallOutput {
         CallOutput {
             content,
-            structured: structured.map(|value| {
-                crate::json::tree::Tree::parse(value.to_string(), usize::MAX).expect("parses")
-            }),
+            structured,
             is_error,
             input_required: None,
             failure: None,

@@ -276,7 +276,7 @@ impl RestEndpoint {
             ),
             Ok(output) => {
                 let result = match output.structured {
-                    Some(structured) => structured.to_value(),
+                    Some(structured) => structured,
                     None if output
                         .content
                         .iter()

@@ -383,11 +383,9 @@ impl Input {
             ClientJsonRpcMessage::Request(request) => {
                 self.gate.admit(request.id.clone(), permit);
                 let (writer, gate) = (Arc::clone(&self.replies), Arc::clone(&self.gate));
-                let answer = move |answer: crate::protocol::Reply| async move {
+                let answer = move |answer| async move {
                     // As rmcp's loop does, a failed write is logged.
-                    let sent =
-                        send(&writer, &gate, answer.message, answer.structured.as_ref()).await;
-                    if let Err(error) = sent {
+                    if let Err(error) = send(&writer, &gate, answer).await {
                         tracing::error!(%error, "fail to response message");
                     }
                 };
@@ -415,21 +413,20 @@ impl Input {
     }
 }
 
-/// Queue `item` for writing (see [`write_line`]), with `structured` written
-/// into its result if it is a tool's, and settle the request it answers:
-/// its reply's bytes count against the output gate until they are written.
+/// Queue `item` for writing (see [`write_line`]), and settle the request it
+/// answers: its reply's bytes count against the output gate until they
+/// are written.
 async fn send(
     writer: &Writer,
     admission: &Admission,
     item: ServerJsonRpcMessage,
-    structured: Option<&crate::json::tree::Tree>,
 ) -> std::io::Result<()> {
     let answers = match &item {
         ServerJsonRpcMessage::Response(response) => Some(response.id.clone()),
         ServerJsonRpcMessage::Error(error) => error.id.clone(),
         _ => None,
     };
-    crate::json::with_serialized_reply(&item, structured, |line| queue(writer, &[line, b"\n"]))
+    crate::json::with_serialized(&item, |line| queue(writer, &[line, b"\n"]))
         .map_err(std::io::Error::other)?;
     let written = write_queued(writer).await;
     if let Some(id) = answers {
@@ -597,7 +594,7 @@ impl Transport<RoleServer> for LineTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
         let admission = Arc::clone(&self.admission);
-        async move { send(&writer, &admission, item, None).await }
+        async move { send(&writer, &admission, item).await }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
@@ -720,7 +717,7 @@ mod tests {
             (2, big.clone()),
             (3, "small".to_owned()),
         ] {
-            send(&writer, &admission, reply(id, text), None)
+            send(&writer, &admission, reply(id, text))
                 .await
                 .expect("written");
         }

@@ -234,9 +234,8 @@ async fn measure(plan: &NativePlan, ways: &[Way]) -> anyhow::Result<Runs> {
             CallOutcome::Err(message) => bail!("`{}` natively failed: {message}", op.name),
         };
         let (_, sandboxed) = dispatcher_call(op).await?;
-        let sandboxed_value = sandboxed.structured.as_ref().map(|tree| tree.to_value());
         ensure!(
-            native == sandboxed_value,
+            native == sandboxed.structured,
             "`{}` gives different results natively ({native:?}) and sandboxed ({:?})",
             op.name,
             sandboxed.structured
