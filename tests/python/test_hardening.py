@@ -154,6 +154,8 @@ allow_sampling = true
         # Structured output is parsed under a budget.
         ("structured_bomb", {}, "structured output too large to check"),
         ("deep_structured", {}, "recursion limit exceeded"),
+        # A key twice: the check and a client could each read another value.
+        ("duplicate_key", {}, 'an object has the key "verdict" twice'),
         # Host calls: one transfer is capped, whatever the list aliasing.
         ("sample_alias", {}, "passed more than 16777216 bytes to the host in one call"),
         ("fields_alias", {}, "passed more than 16777216 bytes to the host in one call"),

@@ -147,7 +147,7 @@ mod alias {
 }
 
 /// Every tool, in the order `describe` lists them.
-const TOOLS: [&str; 24] = [
+const TOOLS: [&str; 25] = [
     "progress_flood",
     "log_flood",
     "mime_bomb",
@@ -165,6 +165,7 @@ const TOOLS: [&str; 24] = [
     "header_bomb",
     "oom_then_panic",
     "deep_structured",
+    "duplicate_key",
     "fields_alias",
     "leak",
     "raw_get",
@@ -662,6 +663,16 @@ fn deep_structured(args: &Args) -> CallResult {
     structured(json, "deep")
 }
 
+/// Structured output with one key twice: checked as a `Value`, it would
+/// be the last (`"allowed"`); a client that keeps the first reads
+/// `"denied"`. The host must refuse it rather than pass one and send both.
+fn duplicate_key() -> CallResult {
+    structured(
+        r#"{"verdict": "denied", "verdict": "allowed"}"#.to_owned(),
+        "duplicate",
+    )
+}
+
 /// `fields.from-list` with `count` (100 000) headers whose values are `bytes`
 /// (64 KiB) each but share one buffer: about 6.5 GB for the host to copy
 /// into its `fields` resource from 64 KiB of guest memory.
@@ -743,6 +754,7 @@ impl tool::Guest for Hostile {
             "header_bomb" => header_bomb(&args),
             "oom_then_panic" => oom_then_panic(&args),
             "deep_structured" => deep_structured(&args),
+            "duplicate_key" => duplicate_key(),
             "fields_alias" => fields_alias(&args),
             "leak" => leak(&args),
             "spoof" => spoof(&args),
