@@ -24,6 +24,7 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// What one parsed value costs besides its string bytes: a `Value` is 32
@@ -99,10 +100,11 @@ fn parse_with(text: &str, budget: usize, unique: bool) -> Result<Value, ParseErr
         // The budget error travels as a custom serde error; `over` says
         // whether it was ours.
         Err(_) if over => Err(ParseError::TooLarge { budget }),
-        Err(_) if duplicate.is_some() => {
-            Err(ParseError::DuplicateKey(duplicate.unwrap_or_default()))
-        }
-        Err(error) => Err(ParseError::Syntax(error.to_string())),
+        // Likewise `duplicate` for a key twice.
+        Err(error) => Err(match duplicate {
+            Some(key) => ParseError::DuplicateKey(key),
+            None => ParseError::Syntax(error.to_string()),
+        }),
     }
 }
 
@@ -282,14 +284,20 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
             };
             entries += 1;
             self.charge(key.len().saturating_add(node))?;
-            if let Some(found) = self.duplicate.as_deref_mut()
-                && object.contains_key(&key)
-            {
-                *found = Some(key);
-                return Err(de::Error::custom("duplicate key"));
+            // One lookup a key: a key seen before is refused (when asked)
+            // or its value replaced, as serde_json's own `Value` does.
+            match object.entry(key) {
+                Entry::Occupied(mut seen) => {
+                    if let Some(found) = self.duplicate.as_deref_mut() {
+                        *found = Some(seen.key().clone());
+                        return Err(de::Error::custom("duplicate key"));
+                    }
+                    seen.insert(map.next_value_seed(self.reborrow())?);
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(self.reborrow())?);
+                }
             }
-            let value = map.next_value_seed(self.reborrow())?;
-            object.insert(key, value);
         }
         Ok(Value::Object(object))
     }
