@@ -2,6 +2,8 @@
 and the server keeps serving afterwards."""
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import anyio
 import pytest
@@ -148,6 +150,51 @@ async def test_cancellation_stops_a_running_call_promptly(setup, era):
         assert "tool `sleep_forever` was cancelled" in log
         assert "tool `spin` was cancelled" in log
         await still_serving(client)
+
+
+def epoch_wakeups(pid: int) -> int:
+    """How many times the server's epoch ticker thread has slept and woken."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        if (task / "comm").read_text().strip() == "toolcage-epoch":
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    raise AssertionError("the server has no epoch ticker thread")
+
+
+def test_an_idle_server_sleeps_and_still_stops_a_spinning_guest_at_its_deadline(setup):
+    """While no guest runs, the epoch ticker parks (it used to wake the
+    server 100 times a second); a guest that spins after such a pause still
+    yields at every tick, so its deadline still stops it."""
+    from conftest import RawServer
+
+    setup.add("time")
+    setup.add("misbehave")
+    setup.write_config("[tools.spin]\ndeadline_ms = 1000\nfuel = 1000000000000\n")
+    raw = RawServer(setup)
+    pool = ThreadPoolExecutor(1)
+    try:
+        raw.initialize()
+        assert raw.request("tools/list", {})["result"]["tools"]
+        # Past the ticker's idle half minute (the last guest code ran at
+        # start-up).
+        time.sleep(32)
+        before = epoch_wakeups(raw.proc.pid)
+        time.sleep(2)
+        # Ticking, the thread wakes about 200 times in two seconds; parked,
+        # at most once (it checks every 5 s that its engine still exists).
+        assert epoch_wakeups(raw.proc.pid) - before <= 5
+        # Bounded: a guest that never yields would hold the call forever.
+        result = pool.submit(raw.call, "spin", {}).result(timeout=60)
+        assert result["isError"]
+        assert "tool `spin` exceeded its deadline (limit 1000 ms)" in result["content"][0]["text"]
+        # And a call after it is served as usual.
+        assert not raw.call("get_current_time", {"timezone": "UTC"})["isError"]
+    finally:
+        # Killed first, so a call still waiting for its reply ends too.
+        raw.proc.kill()
+        raw.proc.wait(timeout=30)
+        pool.shutdown()
 
 
 @pytest.mark.parametrize("era", [LEGACY, MODERN])

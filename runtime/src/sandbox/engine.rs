@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::epoch::Ticker;
 use super::store::HostState;
 use super::wasi_config;
 use super::{
-    EPOCH_TICK, LoadError, MAX_CORE_INSTANCES_PER_CALL, MAX_MEMORIES_PER_CALL, MAX_TABLES_PER_CALL,
+    LoadError, MAX_CORE_INSTANCES_PER_CALL, MAX_MEMORIES_PER_CALL, MAX_TABLES_PER_CALL,
     SandboxSettings, files,
 };
 use crate::config::MAX_MEMORY_MIB;
@@ -37,6 +38,7 @@ pub(super) struct Built {
     pub engine: Engine,
     pub linker: Linker<HostState>,
     pub key: String,
+    pub ticker: Ticker,
 }
 
 /// Build the engine and linker and start the epoch ticker.
@@ -123,11 +125,12 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     // Served from the tool's `config` grant (nothing unless granted).
     wasi_config::add_to_linker(&mut linker)?;
 
-    spawn_epoch_ticker(&engine);
+    let ticker = Ticker::start(&engine);
     Ok(Built {
         engine,
         linker,
         key,
+        ticker,
     })
 }
 
@@ -325,26 +328,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(&tmp, bytes).with_context(|| format!("writing `{}`", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to `{}`", path.display()))?;
     Ok(())
-}
-
-/// Advance the engine's epoch every [`EPOCH_TICK`] until the engine is
-/// dropped.
-fn spawn_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("toolcage-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        });
-    if let Err(error) = spawned {
-        // Without the ticker, guests never yield; deadlines then only fire
-        // when a guest waits on the host. Loud, but not fatal.
-        tracing::error!(%error, "cannot start the epoch ticker thread");
-    }
 }
 
 #[cfg(test)]

@@ -31,13 +31,16 @@
 //!   The epoch ticker makes running guests yield every [`EPOCH_TICK`], so the
 //!   deadline and cancellation (a `select!` around the call future) also stop
 //!   a guest that never calls the host; dropping the future discards the
-//!   store, which is never reused.
+//!   store, which is never reused. The ticker runs while any guest code
+//!   runs (`epoch`: every `store::Run::run` holds it) and sleeps when none
+//!   has for 30 seconds.
 //! - A trap never escapes as a panic: every failure is a [`CallFailure`].
 //! - Nothing wasmtime-shaped leaves this module: what goes in and out are
 //!   [`crate::call`]'s types, [`CallGrants`], [`Limits`] and the opaque
 //!   [`Prepared`].
 
 mod contract;
+mod epoch;
 mod engine;
 mod files;
 mod host;
@@ -139,6 +142,8 @@ pub struct SandboxSettings {
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<HostState>,
+    /// Advances the engine's epoch while guest code runs.
+    ticker: epoch::Ticker,
     cache_dir: Option<PathBuf>,
     fuel_metering: bool,
     /// Key of everything that makes a compiled artefact valid besides the
@@ -288,6 +293,7 @@ impl Sandbox {
         Ok(Sandbox {
             engine: built.engine,
             linker: built.linker,
+            ticker: built.ticker,
             cache_dir: settings.cache_dir.clone(),
             fuel_metering: settings.fuel_metering,
             engine_key: built.key,
@@ -404,6 +410,7 @@ impl Sandbox {
     fn bare(&self, limits: &Limits) -> Run {
         Run::start(
             &self.engine,
+            &self.ticker,
             self.fuel_metering,
             limits,
             CallGrants::none(),
@@ -501,7 +508,7 @@ impl Sandbox {
                 (run, Some(ready.instance))
             }
             None => (
-                Run::start(&self.engine, self.fuel_metering, limits, grants, events),
+                Run::start(&self.engine, &self.ticker, self.fuel_metering, limits, grants, events),
                 None,
             ),
         };
@@ -601,6 +608,7 @@ impl Sandbox {
     ) -> Result<Result<Vec<ResourceContent>, String>, CallFailure> {
         let mut run = Run::start(
             &self.engine,
+            &self.ticker,
             self.fuel_metering,
             limits,
             CallGrants::files_only(roots),
@@ -632,6 +640,7 @@ impl Sandbox {
     ) -> Result<Result<PromptOutput, String>, CallFailure> {
         let mut run = Run::start(
             &self.engine,
+            &self.ticker,
             self.fuel_metering,
             limits,
             CallGrants::client_only(services.as_ref()),

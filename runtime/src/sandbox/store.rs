@@ -19,6 +19,8 @@ use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap};
+
+use super::epoch::Ticker;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{
@@ -109,6 +111,8 @@ impl wasmtime_wasi_http::WasiHttpView for HostState {
 /// One call in progress: the store and what is read back from it.
 pub(super) struct Run {
     store: Option<Store<HostState>>,
+    /// Keeps the epoch advancing while [`Run::run`] runs guest code.
+    ticker: Ticker,
     pub stdout: Capture,
     pub stderr: Capture,
     pub fuel_used: u64,
@@ -128,6 +132,7 @@ impl Run {
     /// `grants` give, with guest events going to `events`.
     pub fn start(
         engine: &Engine,
+        ticker: &Ticker,
         metered: bool,
         limits: &Limits,
         grants: CallGrants,
@@ -168,6 +173,7 @@ impl Run {
         store.set_max_component_handles(MAX_RESOURCES);
         Run {
             store: Some(store),
+            ticker: ticker.clone(),
             stdout,
             stderr,
             fuel_used: 0,
@@ -228,6 +234,9 @@ impl Run {
         cancel: &CancellationToken,
         body: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallFailure> {
+        // The epoch advances (and the guest yields at each tick) only
+        // while some run holds this.
+        let _ticking = self.ticker.hold();
         let metered = self.metered;
         // What an instantiation made ahead of the call spent counts
         // against the call's fuel.
