@@ -54,9 +54,9 @@ struct Shared {
 
 /// Held while guest code may run; see the module documentation.
 #[derive(Debug)]
-pub struct Ticking(Arc<Shared>);
+pub struct Ticking<'a>(&'a Shared);
 
-impl Drop for Ticking {
+impl Drop for Ticking<'_> {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, Ordering::SeqCst);
     }
@@ -121,14 +121,14 @@ impl Ticker {
 
     /// A guard to hold while guest code may run: the ticker runs until it
     /// and every other guard are dropped.
-    pub fn hold(&self) -> Ticking {
+    pub fn hold(&self) -> Ticking<'_> {
         self.shared.active.fetch_add(1, Ordering::SeqCst);
         if self.shared.parked.load(Ordering::SeqCst)
             && let Some(thread) = self.shared.thread.get()
         {
             thread.unpark();
         }
-        Ticking(Arc::clone(&self.shared))
+        Ticking(&self.shared)
     }
 
     /// Whether the ticker is parked (or about to park).

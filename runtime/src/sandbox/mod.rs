@@ -40,8 +40,8 @@
 //!   [`Prepared`].
 
 mod contract;
-mod epoch;
 mod engine;
+mod epoch;
 mod files;
 mod host;
 mod inspect;
@@ -508,7 +508,14 @@ impl Sandbox {
                 (run, Some(ready.instance))
             }
             None => (
-                Run::start(&self.engine, &self.ticker, self.fuel_metering, limits, grants, events),
+                Run::start(
+                    &self.engine,
+                    &self.ticker,
+                    self.fuel_metering,
+                    limits,
+                    grants,
+                    events,
+                ),
                 None,
             ),
         };

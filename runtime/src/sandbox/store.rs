@@ -19,10 +19,9 @@ use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap};
-
-use super::epoch::Ticker;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::epoch::Ticker;
 use super::{
     CAPTURE_BYTES, MAX_CORE_INSTANCES_PER_CALL, MAX_HTTP_FIELDS_BYTES, MAX_MEMORIES_PER_CALL,
     MAX_RANDOM_BYTES, MAX_RESOURCES, MAX_TABLES_PER_CALL,
