@@ -50,7 +50,25 @@ run         ready ms   tools    idle RSS MiB
 """
 
 
-def summarize(tmp_path, passes):
+FLOOR_LATENCY = """\
+latency over stdio: `echo`, 1000 sequential calls after 100 warm-up, 2 runs
+server: toolcage-bench floor-server
+
+run         p50 µs    p90 µs    p99 µs    max µs     calls/s
+1             {a}      60.1      80.2     120.3       19000
+2             {b}      61.1      81.2     121.3       18500
+"""
+
+FLOOR_THROUGHPUT = """\
+throughput over {transport}: `echo`, 50000 calls with {in_flight} in flight after 200 warm-up, 1 runs
+server: toolcage-bench floor-server
+
+run          calls/s  elapsed ms    peak RSS MiB     server CPU µs     client CPU µs
+1              {a}       990.6             2.1              10.0              12.0
+"""
+
+
+def summarize(tmp_path, passes, floors=False):
     for i, files in enumerate(passes, 1):
         folder = tmp_path / f"pass-{i}"
         folder.mkdir()
@@ -66,12 +84,15 @@ def summarize(tmp_path, passes):
     table = done.stdout.split("issue #15's targets", 1)[1]
     verdict = re.compile(r"(met in \d+ of \d+ passes|met|missed|not measured)$")
     verdicts = {}
+    notes = {}
     for line in table.splitlines()[1:]:
         if line.strip():
             found = verdict.search(line)
             assert found, line
             verdicts[line[:58].strip()] = found.group(1)
-    return verdicts
+            note = re.search(r"floor \S+( misses \d+/\d+)?", line)
+            notes[line[:58].strip()] = note.group(0) if note else None
+    return (verdicts, notes) if floors else verdicts
 
 
 def test_each_target_is_judged_over_every_pass(tmp_path):
@@ -123,3 +144,53 @@ def test_a_target_whose_benchmark_did_not_run_is_not_measured(tmp_path):
         "idle RSS MiB, bundled tools",
     ):
         assert verdicts[target] == "not measured", target
+
+
+def test_each_stdio_and_http_target_says_what_the_floor_alone_reaches(tmp_path):
+    """The floor's p50 against the reference's, in each pass: 55/500 and
+    55/360 for reads (both within 0.2 of the reference's median:
+    reachable), 55/272 for listings (just beyond it), the
+    floor's 40,000 calls/s against the reference's 7990 (5.0×: reachable
+    for reads) and 14098 (2.8×: no server reaches 5× for listings), and an
+    HTTP floor at 38,000 in one pass: 40,000 out of any server's reach
+    there."""
+    passes = []
+    for ref_read, http_floor in ((500, 45000), (360, 38000)):
+        passes.append(
+            {
+                "side-by-side": SIDE_BY_SIDE.format(
+                    ref_read=ref_read, read=90.0, read_ratio=90.0 / ref_read, wassette_list=2294
+                ),
+                "floor-latency": FLOOR_LATENCY.format(a=54.0, b=56.0),
+                "floor-throughput-8": FLOOR_THROUGHPUT.format(
+                    transport="stdio", in_flight=8, a=40000
+                ),
+                "floor-http-throughput-64": FLOOR_THROUGHPUT.format(
+                    transport="http", in_flight=64, a=http_floor
+                ),
+                "throughput-http-64": HTTP.format(a=21000, b=20000),
+            }
+        )
+    verdicts, notes = summarize(tmp_path, passes, floors=True)
+    assert notes["read_text_file p50, toolcage / reference"] == "floor 0.13"
+    # 55 against 272 for listings, in both passes: 0.202, just beyond 0.2.
+    assert notes["list_directory p50, toolcage / reference"] == "floor 0.20 misses 2/2"
+    assert notes["read_text_file calls/s 8 in flight, toolcage / reference"] == "floor 5.01"
+    assert (
+        notes["list_directory calls/s 8 in flight, toolcage / reference"]
+        == "floor 2.84 misses 2/2"
+    )
+    assert notes["HTTP get_current_time calls/s, 64 in flight"] == "floor 41,500 misses 1/2"
+    # The floor says what is reachable; the verdict stays toolcage's own.
+    assert verdicts["HTTP get_current_time calls/s, 64 in flight"] == "missed"
+    # Targets no floor bounds carry no note.
+    assert notes["idle RSS MiB, bundled tools"] is None
+    assert notes["read_text_file sandbox − native µs, instance made ahead"] is None
+
+
+def test_a_floor_that_did_not_run_is_shown_as_unmeasured(tmp_path):
+    verdicts, notes = summarize(
+        tmp_path, [{"throughput-http-64": HTTP.format(a=45000, b=46000)}], floors=True
+    )
+    assert verdicts["HTTP get_current_time calls/s, 64 in flight"] == "met"
+    assert notes["HTTP get_current_time calls/s, 64 in flight"] == "floor -"
