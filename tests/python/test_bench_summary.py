@@ -68,7 +68,9 @@ run          calls/s  elapsed ms    peak RSS MiB     server CPU µs     client C
 """
 
 
-def summarize(tmp_path, passes, floors=False):
+def target_lines(tmp_path, passes):
+    """Run the summary on `passes` (one dict of benchmark outputs a pass):
+    each target's label -> (its verdict, its floor note or None)."""
     for i, files in enumerate(passes, 1):
         folder = tmp_path / f"pass-{i}"
         folder.mkdir()
@@ -83,16 +85,20 @@ def summarize(tmp_path, passes, floors=False):
     assert done.returncode == 0, done.stderr
     table = done.stdout.split("issue #15's targets", 1)[1]
     verdict = re.compile(r"(met in \d+ of \d+ passes|met|missed|not measured)$")
-    verdicts = {}
-    notes = {}
+    floor = re.compile(r"floor \S+( misses \d+/\d+)?")
+    lines = {}
     for line in table.splitlines()[1:]:
         if line.strip():
             found = verdict.search(line)
             assert found, line
-            verdicts[line[:58].strip()] = found.group(1)
-            note = re.search(r"floor \S+( misses \d+/\d+)?", line)
-            notes[line[:58].strip()] = note.group(0) if note else None
-    return (verdicts, notes) if floors else verdicts
+            note = floor.search(line)
+            lines[line[:58].strip()] = (found.group(1), note.group(0) if note else None)
+    return lines
+
+
+def summarize(tmp_path, passes):
+    """Each target's verdict."""
+    return {label: v for label, (v, _) in target_lines(tmp_path, passes).items()}
 
 
 def test_each_target_is_judged_over_every_pass(tmp_path):
@@ -171,7 +177,9 @@ def test_each_stdio_and_http_target_says_what_the_floor_alone_reaches(tmp_path):
                 "throughput-http-64": HTTP.format(a=21000, b=20000),
             }
         )
-    verdicts, notes = summarize(tmp_path, passes, floors=True)
+    lines = target_lines(tmp_path, passes)
+    verdicts = {label: v for label, (v, _) in lines.items()}
+    notes = {label: n for label, (_, n) in lines.items()}
     assert notes["read_text_file p50, toolcage / reference"] == "floor 0.13"
     # 55 against 272 for listings, in both passes: 0.202, just beyond 0.2.
     assert notes["list_directory p50, toolcage / reference"] == "floor 0.20 misses 2/2"
@@ -189,8 +197,5 @@ def test_each_stdio_and_http_target_says_what_the_floor_alone_reaches(tmp_path):
 
 
 def test_a_floor_that_did_not_run_is_shown_as_unmeasured(tmp_path):
-    verdicts, notes = summarize(
-        tmp_path, [{"throughput-http-64": HTTP.format(a=45000, b=46000)}], floors=True
-    )
-    assert verdicts["HTTP get_current_time calls/s, 64 in flight"] == "met"
-    assert notes["HTTP get_current_time calls/s, 64 in flight"] == "floor -"
+    lines = target_lines(tmp_path, [{"throughput-http-64": HTTP.format(a=45000, b=46000)}])
+    assert lines["HTTP get_current_time calls/s, 64 in flight"] == ("met", "floor -")
