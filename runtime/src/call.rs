@@ -148,6 +148,10 @@ pub enum CallFailure {
     /// Was cancelled by the client.
     #[error("was cancelled")]
     Cancelled,
+    /// Was refused before it ran: the server can no longer make a fresh
+    /// instance safely (the reason says why and what the operator can do).
+    #[error("was refused: {0}")]
+    Refused(String),
     /// Stopped to ask the client something first (2026-07-28 replay):
     /// every question of the guest's batch that has no answer yet.
     #[error("needs input from the client")]

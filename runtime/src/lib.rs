@@ -227,6 +227,7 @@ impl Host {
                 ready_instances: options.config.server.ready_instances,
                 cache_dir: options.cache_dir.clone(),
                 fuel_metering: options.fuel_metering,
+                memory_reset: options.config.server.memory_reset,
             })
             .context("cannot create the WebAssembly engine")?,
         );

@@ -289,6 +289,38 @@ pub struct ServerSettings {
     /// transports, in bytes: a request holds its size from when it is read
     /// until it is answered.
     pub max_pending_request_bytes: u64,
+    /// How instance slots are reset after a call.
+    pub memory_reset: MemoryReset,
+}
+
+/// How the sandbox makes an instance slot's memory fresh after a call
+/// (`server.memory_reset`; see `sandbox::reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryReset {
+    /// Rewrite only the pages a call wrote (`PAGEMAP_SCAN`) while swap
+    /// cannot reach this process; every page otherwise.
+    #[default]
+    Auto,
+    /// Always rewrite only the written pages (the operator vouches that
+    /// nothing swaps).
+    Scan,
+    /// Never scan: every slot reset in full.
+    Full,
+}
+
+impl MemoryReset {
+    /// The setting's values, as the config file spells them.
+    pub const NAMES: &'static str = "`auto`, `scan` or `full`";
+
+    /// Parse the config file's value.
+    pub fn parse(value: &str) -> Option<MemoryReset> {
+        Some(match value {
+            "auto" => MemoryReset::Auto,
+            "scan" => MemoryReset::Scan,
+            "full" => MemoryReset::Full,
+            _ => return None,
+        })
+    }
 }
 
 /// Default number of instances made ahead of their calls.
@@ -346,6 +378,7 @@ impl Default for Config {
             server: ServerSettings {
                 max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
                 ready_instances: DEFAULT_READY_INSTANCES,
+                memory_reset: MemoryReset::Auto,
                 max_describe_bytes: DEFAULT_MAX_DESCRIBE_KIB * 1024,
                 max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_MIB * 1024 * 1024,
             },
@@ -730,7 +763,7 @@ mod tests {
     #[test]
     fn transport_limits_and_file_bindings_parse() {
         let config = parse(
-            "[server]\nmax_describe_kib = 128\nmax_pending_request_mib = 8\n\
+            "[server]\nmax_describe_kib = 128\nmax_pending_request_mib = 8\nmemory_reset = \"full\"\n\
              [stdio]\nmax_requests_in_flight = 16\nmax_pending_output_mib = 2\none_thread = true\n\
              [http]\nidle_timeout_ms = 1000\nbody_timeout_ms = 2000\nmax_connections = 10\nmax_sessions = 5\n\
              [tools.read_text_file]\nfile = \"fs_tool.wasm\"\n[tools.x]\nfile = \"/opt/t/x.wasm\"\n",
@@ -738,6 +771,8 @@ mod tests {
         .expect("valid");
         assert_eq!(config.server.max_describe_bytes, 128 * 1024);
         assert_eq!(config.server.max_pending_request_bytes, 8 * 1024 * 1024);
+        assert_eq!(config.server.memory_reset, MemoryReset::Full);
+        assert_eq!(Config::default().server.memory_reset, MemoryReset::Auto);
         assert_eq!(config.stdio.max_requests_in_flight, 16);
         assert_eq!(config.stdio.max_pending_output, 2 * 1024 * 1024);
         assert_eq!(config.stdio.one_thread, Some(true));
@@ -787,6 +822,10 @@ mod tests {
             (
                 "[server]\nmax_concurrent_calls = 0",
                 &["`server.max_concurrent_calls` = 0"],
+            ),
+            (
+                "[server]\nmemory_reset = \"fast\"",
+                &["`server.memory_reset` = fast", "`auto`, `scan` or `full`"],
             ),
             ("bogus = 1", &["bogus"]),
             (

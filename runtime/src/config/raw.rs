@@ -74,6 +74,16 @@ impl Config {
                 .unwrap_or(DEFAULT_MAX_PENDING_REQUEST_MIB)
                 * 1024
                 * 1024,
+            memory_reset: match raw.server.memory_reset.as_deref() {
+                None => MemoryReset::Auto,
+                Some(value) => MemoryReset::parse(value).ok_or_else(|| {
+                    invalid(
+                        "server.memory_reset".into(),
+                        value.to_owned(),
+                        &format!("must be {}", MemoryReset::NAMES),
+                    )
+                })?,
+            },
         };
         if let Some(mib) = raw.server.max_pending_request_mib
             && !(1..=64 * 1024).contains(&mib)
@@ -487,6 +497,7 @@ struct RawServer {
     state_key_file: Option<PathBuf>,
     max_concurrent_calls: Option<u32>,
     ready_instances: Option<u32>,
+    memory_reset: Option<String>,
     max_describe_kib: Option<u64>,
     max_pending_request_mib: Option<u64>,
 }

@@ -41,8 +41,9 @@ pub(super) struct Built {
     pub ticker: Ticker,
 }
 
-/// Build the engine and linker and start the epoch ticker.
-pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
+/// Build the engine and linker and start the epoch ticker; `scan`: reset
+/// slots with `PAGEMAP_SCAN` (see `reset`).
+pub(super) fn build(settings: &SandboxSettings, scan: bool) -> anyhow::Result<Built> {
     let mut config = wasmtime::Config::new();
     config.consume_fuel(settings.fuel_metering);
     config.epoch_interruption(true);
@@ -85,8 +86,13 @@ pub(super) fn build(settings: &SandboxSettings) -> anyhow::Result<Built> {
     // With PAGEMAP_SCAN (Linux 6.7+), resetting a slot rewrites only the
     // pages the instance dirtied, not all of the resident bytes: a call
     // that touched 300 KiB costs 300 KiB of memset, not 2 MiB. Older
-    // kernels fall back to the plain reset.
-    pool.pagemap_scan(wasmtime::Enabled::Auto);
+    // kernels fall back to the plain reset. Only where swap cannot take
+    // a slot's pages: the scan misses swapped-out ones (`reset`).
+    pool.pagemap_scan(if scan {
+        wasmtime::Enabled::Auto
+    } else {
+        wasmtime::Enabled::No
+    });
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
     let engine = Engine::new(&config)?;

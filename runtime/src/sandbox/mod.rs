@@ -47,6 +47,7 @@ mod host;
 mod inspect;
 mod plain;
 mod ready;
+mod reset;
 mod store;
 mod wasi_config;
 
@@ -69,6 +70,7 @@ pub use plain::Skipped;
 pub use plain::docs::embed as embed_docs;
 use plain::{Plain, PlainTools};
 use ready::ReadyInstance;
+pub use reset::MemoryReset;
 use store::{HostState, Run};
 
 /// How often the epoch advances. Running guests yield to the async executor
@@ -136,6 +138,8 @@ pub struct SandboxSettings {
     /// off with `--no-fuel`, e.g. to measure what metering costs; deadline
     /// and memory cap still apply without it).
     pub fuel_metering: bool,
+    /// How instance slots are reset after a call (`server.memory_reset`).
+    pub memory_reset: MemoryReset,
 }
 
 /// Owns the engine, the linker and the compile cache.
@@ -156,6 +160,8 @@ pub struct Sandbox {
     /// One per instance slot kept for instances made ahead of their calls
     /// (`SandboxSettings::ready_instances`).
     ready_slots: std::sync::Arc<tokio::sync::Semaphore>,
+    /// How slots are reset, and whether a new instance may still be made.
+    reset: reset::ResetGuard,
 }
 
 /// A component compiled, linked and checked against its kind's contract,
@@ -289,7 +295,8 @@ impl Sandbox {
     /// The engine configuration is rejected (for example, the host cannot
     /// reserve the virtual memory for the instance pool).
     pub fn new(settings: &SandboxSettings) -> anyhow::Result<Self> {
-        let built = engine::build(settings)?;
+        let reset = reset::ResetGuard::new(settings.memory_reset);
+        let built = engine::build(settings, reset.scans)?;
         Ok(Sandbox {
             engine: built.engine,
             linker: built.linker,
@@ -301,6 +308,7 @@ impl Sandbox {
             ready_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
                 settings.ready_instances as usize,
             )),
+            reset,
         })
     }
 
@@ -407,6 +415,11 @@ impl Sandbox {
     }
 
     /// A fresh store for a run with nothing granted.
+    /// Whether a fresh instance may be made now (`reset::ResetGuard::check`).
+    fn fresh(&self) -> Result<(), CallFailure> {
+        self.reset.check().map_err(CallFailure::Refused)
+    }
+
     fn bare(&self, limits: &Limits) -> Run {
         Run::start(
             &self.engine,
@@ -430,6 +443,7 @@ impl Sandbox {
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
         // The semaphore is never closed.
+        self.fresh()?;
         let _slot = self.load_permits.acquire().await;
         let mut run = self.bare(limits);
         let cancel = CancellationToken::new();
@@ -455,6 +469,7 @@ impl Sandbox {
         if !component.has_resources() && !component.has_prompts() {
             return Ok(RawExtras::default());
         }
+        self.fresh()?;
         let _slot = self.load_permits.acquire().await;
         let mut run = self.bare(limits);
         let cancel = CancellationToken::new();
@@ -520,8 +535,11 @@ impl Sandbox {
             ),
         };
         run.yield_fuel = inline.then_some(INLINE_YIELD_FUEL);
-        let outcome = match (&component.kind, instance) {
-            (Kind::Contract(c), instance) => {
+        // Checked after taking an instance made ahead, so that it too is
+        // dropped unused.
+        let outcome = match (self.fresh(), &component.kind, instance) {
+            (Err(refused), _, _) => Err(refused),
+            (Ok(()), Kind::Contract(c), instance) => {
                 let instance = match instance {
                     Some(ReadyInstance::Contract(i)) => Some(i),
                     _ => None,
@@ -529,7 +547,7 @@ impl Sandbox {
                 c.call(&mut run, instance, name, arguments, limits, cancel)
                     .await
             }
-            (Kind::Plain(p), instance) => {
+            (Ok(()), Kind::Plain(p), instance) => {
                 let instance = match instance {
                     Some(ReadyInstance::Plain(i)) => Some(i),
                     _ => None,
@@ -563,7 +581,7 @@ impl Sandbox {
     /// call's path; `inline`: on the thread that reads requests, so it
     /// yields every [`INLINE_YIELD_FUEL`] as an inline call does.
     pub async fn make_ready(&self, component: &Prepared, limits: &Limits, inline: bool) {
-        if !component.ready.wants_more() {
+        if !component.ready.wants_more() || self.fresh().is_err() {
             return;
         }
         let Ok(slot) = std::sync::Arc::clone(&self.ready_slots).try_acquire_owned() else {
@@ -613,6 +631,7 @@ impl Sandbox {
         roots: &[crate::grants::files::Root],
         cancel: &CancellationToken,
     ) -> Result<Result<Vec<ResourceContent>, String>, CallFailure> {
+        self.fresh()?;
         let mut run = Run::start(
             &self.engine,
             &self.ticker,
@@ -645,6 +664,7 @@ impl Sandbox {
         services: Option<std::sync::Arc<dyn crate::call::ClientServices>>,
         cancel: &CancellationToken,
     ) -> Result<Result<PromptOutput, String>, CallFailure> {
+        self.fresh()?;
         let mut run = Run::start(
             &self.engine,
             &self.ticker,
@@ -677,6 +697,7 @@ impl Sandbox {
         limits: &Limits,
         cancel: &CancellationToken,
     ) -> Result<Result<crate::call::Completion, String>, CallFailure> {
+        self.fresh()?;
         let mut run = self.bare(limits);
         match &component.kind {
             Kind::Contract(c) => c.complete(&mut run, request, limits, cancel).await,

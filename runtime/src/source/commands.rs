@@ -53,6 +53,7 @@ pub fn installer(options: &Options, flags: &Flags) -> Result<Installer, String> 
         ready_instances: 0,
         cache_dir: options.cache_dir.clone(),
         fuel_metering: options.fuel_metering,
+        memory_reset: options.config.server.memory_reset,
     })
     .map_err(|error| format!("cannot create the WebAssembly engine: {error:#}"))?;
     let timeout = Duration::from_millis(install.timeout_ms);

@@ -147,7 +147,7 @@ mod alias {
 }
 
 /// Every tool, in the order `describe` lists them.
-const TOOLS: [&str; 25] = [
+const TOOLS: [&str; 27] = [
     "progress_flood",
     "log_flood",
     "mime_bomb",
@@ -173,6 +173,8 @@ const TOOLS: [&str; 25] = [
     "spoof",
     "open_flood",
     "connection_flood",
+    "stash",
+    "snoop",
 ];
 
 /// The parsed arguments object, with typed, defaulted accessors.
@@ -708,6 +710,67 @@ fn spoof(args: &Args) -> CallResult {
     error(said)
 }
 
+/// The page-aligned buffer `stash` fills; in `.bss`, so a fresh instance
+/// starts with it zeroed (it is not part of the memory image).
+#[repr(C, align(65536))]
+struct Pages([u8; 65536]);
+static mut STASH: Pages = Pages([0; 65536]);
+
+/// The marker byte for position `i` of `seed`: never a byte of the
+/// arguments as the host sees them, so only this guest's memory holds it.
+fn marker(seed: &[u8], i: usize) -> u8 {
+    seed[i % seed.len()] ^ 0x5a
+}
+
+/// Fill 64 KiB of this instance's memory with a marker made from `seed`
+/// (each byte XOR 0x5a, repeated), then sleep `ms` (1000) milliseconds, so
+/// that a test can push those pages out to swap before the call ends and
+/// its slot is reset. `snoop` in a later instance looks for the marker.
+fn stash(args: &Args) -> CallResult {
+    let seed = args.string("seed").unwrap_or("toolcage-stash").as_bytes();
+    if seed.is_empty() {
+        return error("an empty seed");
+    }
+    // SAFETY: one call at a time in an instance; nothing else touches it.
+    let pages = unsafe { &mut *std::ptr::addr_of_mut!(STASH) };
+    for (i, byte) in pages.0.iter_mut().enumerate() {
+        *byte = marker(seed, i);
+    }
+    std::hint::black_box(&pages);
+    std::thread::sleep(std::time::Duration::from_millis(
+        args.number("ms", 1000) as u64
+    ));
+    text(format!("stashed at {:#x}", pages.0.as_ptr() as usize))
+}
+
+/// Look through all of this fresh instance's linear memory for the marker
+/// `stash` made from `seed`, comparing byte by byte without ever building
+/// the marker here: found means an earlier instance's memory reached this
+/// one. Structured `{"found": bool, "at": offset or null}`.
+fn snoop(args: &Args) -> CallResult {
+    let seed = args.string("seed").unwrap_or("toolcage-stash").as_bytes();
+    if seed.is_empty() {
+        return error("an empty seed");
+    }
+    let end = core::arch::wasm32::memory_size(0) * 65536;
+    let mut found = None;
+    let mut at = 8;
+    while at + seed.len() <= end {
+        // SAFETY: every address below `end` is inside linear memory.
+        let matches = (0..seed.len())
+            .all(|i| unsafe { std::ptr::read_volatile((at + i) as *const u8) } == marker(seed, i));
+        if matches {
+            found = Some(at);
+            break;
+        }
+        at += 1;
+    }
+    structured(
+        serde_json::json!({ "found": found.is_some(), "at": found, "memory": end }).to_string(),
+        "snooped",
+    )
+}
+
 struct Hostile;
 
 impl tool::Guest for Hostile {
@@ -760,6 +823,8 @@ impl tool::Guest for Hostile {
             "spoof" => spoof(&args),
             "open_flood" => open_flood(&args),
             "connection_flood" => connection_flood(&args),
+            "stash" => stash(&args),
+            "snoop" => snoop(&args),
             // A GET to `authority` exactly as given (no URL parsing in the
             // guest, so the host sees what a hostile tool would send).
             // `count` requests to `count` different hosts (none granted): the
