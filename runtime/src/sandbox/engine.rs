@@ -26,6 +26,9 @@ use crate::config::MAX_MEMORY_MIB;
 /// instances; see [`build`].
 const RESIDENT_BYTES: usize = 2 * 1024 * 1024;
 
+/// The same when every reset rewrites all of it (no `PAGEMAP_SCAN`).
+const FULL_RESET_RESIDENT_BYTES: usize = 64 * 1024;
+
 /// Instances beyond the call limit kept for loading (`describe`) while calls
 /// run; loads take one of these each (`Sandbox::load_permits`), so a
 /// folder of many files never eats into the calls' share of the pool.
@@ -81,8 +84,19 @@ pub(super) fn build(settings: &SandboxSettings, scan: bool) -> anyhow::Result<Bu
     // every time (a profile showed page faults and TLB flushes as a
     // visible share of a small call). The rest is still reset with
     // madvise, so a slot never holds more than this much between calls.
-    pool.linear_memory_keep_resident(RESIDENT_BYTES);
-    pool.table_keep_resident(RESIDENT_BYTES);
+    //
+    // Without the scan (below) every reset rewrites all of the resident
+    // bytes, so it keeps less: 64 KiB against 2 MiB took a read's median
+    // from 163 to 63 µs and a listing's from 191 to 62, and pipelined
+    // calls went 1.3-1.4 times as fast (docs/benchmarks.md, round
+    // eighteen).
+    let resident = if scan {
+        RESIDENT_BYTES
+    } else {
+        FULL_RESET_RESIDENT_BYTES
+    };
+    pool.linear_memory_keep_resident(resident);
+    pool.table_keep_resident(resident);
     // With PAGEMAP_SCAN (Linux 6.7+), resetting a slot rewrites only the
     // pages the instance dirtied, not all of the resident bytes: a call
     // that touched 300 KiB costs 300 KiB of memset, not 2 MiB. Older

@@ -11,6 +11,8 @@
 //! Rooms:
 //! - `engine`: the engine and its pool, the linker, the epoch ticker, the
 //!   compile cache.
+//! - `reset`: how a used slot is made fresh for the next instance, and
+//!   when the fast way (`PAGEMAP_SCAN`) is safe.
 //! - `store`: one store per call (WASI context, limiter, captured output),
 //!   the run under fuel, deadline and cancellation, and the naming of
 //!   every way it ends.
@@ -34,6 +36,9 @@
 //!   store, which is never reused. The ticker runs while any guest code
 //!   runs (`epoch`: every `store::Run::run` holds it) and sleeps when none
 //!   has for 30 seconds.
+//! - A fresh instance never sees an earlier one's memory: a slot is wiped
+//!   with the scan only where swap cannot have taken its pages, and once
+//!   swap reaches a scanning server no instance is made (`reset`).
 //! - A trap never escapes as a panic: every failure is a [`CallFailure`].
 //! - Nothing wasmtime-shaped leaves this module: what goes in and out are
 //!   [`crate::call`]'s types, [`CallGrants`], [`Limits`] and the opaque

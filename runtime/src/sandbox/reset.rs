@@ -105,6 +105,67 @@ fn swap_forbidden(root: &Path, group: &str) -> Option<String> {
     None
 }
 
+/// Whether this kernel answers `PAGEMAP_SCAN` (Linux 6.7+), asked as
+/// wasmtime asks before it uses it: an empty range, every category. Where
+/// it does not, wasmtime resets every slot in full whatever it was told,
+/// and the pool should keep the smaller resident size that suits that.
+fn kernel_scans() -> bool {
+    use rustix::ioctl::{Updater, opcode};
+
+    /// `struct pm_scan_arg` (linux/fs.h).
+    #[repr(C)]
+    struct ScanArg {
+        size: u64,
+        flags: u64,
+        start: u64,
+        end: u64,
+        walk_end: u64,
+        vec: u64,
+        vec_len: u64,
+        max_pages: u64,
+        category_inverted: u64,
+        category_mask: u64,
+        category_anyof_mask: u64,
+        return_mask: u64,
+    }
+    /// `struct page_region`.
+    #[repr(C)]
+    struct Region {
+        start: u64,
+        end: u64,
+        categories: u64,
+    }
+    const PAGEMAP_SCAN: rustix::ioctl::Opcode = opcode::read_write::<ScanArg>(b'f', 16);
+
+    let Ok(pagemap) = std::fs::File::open("/proc/self/pagemap") else {
+        return false;
+    };
+    let mut region = Region {
+        start: 0,
+        end: 0,
+        categories: 0,
+    };
+    let mut arg = ScanArg {
+        size: std::mem::size_of::<ScanArg>() as u64,
+        flags: 0,
+        start: 0,
+        end: 0,
+        walk_end: 0,
+        vec: std::ptr::addr_of_mut!(region) as u64,
+        vec_len: 1,
+        max_pages: 1,
+        category_inverted: 0,
+        // The eight categories of Linux 6.7, as wasmtime names them.
+        category_mask: 0xff,
+        category_anyof_mask: 0,
+        return_mask: 0,
+    };
+    // SAFETY: `arg` is the `pm_scan_arg` this opcode takes, its `vec`
+    // points at room for the one region it allows, and the range is empty.
+    unsafe { rustix::ioctl::ioctl(&pagemap, Updater::<PAGEMAP_SCAN, ScanArg>::new(&mut arg)) }
+        .is_ok()
+}
+
 /// The reset the engine was built with, and the check that keeps a
 /// scanning server safe when swap comes on after it started.
 pub(super) struct ResetGuard {
@@ -123,6 +184,10 @@ pub(super) struct ResetGuard {
 impl ResetGuard {
     /// Decide how slots are reset under `mode`, and say so in the log.
     pub(super) fn new(mode: MemoryReset) -> ResetGuard {
+        if mode != MemoryReset::Full && !kernel_scans() {
+            tracing::info!("memory reset: full (this kernel has no PAGEMAP_SCAN, Linux 6.7+)");
+            return ResetGuard::fixed(false);
+        }
         let scans = match mode {
             MemoryReset::Full => {
                 tracing::info!("memory reset: full (server.memory_reset = \"full\")");
@@ -156,8 +221,16 @@ impl ResetGuard {
             },
         };
         ResetGuard {
-            scans,
             watch: scans && mode == MemoryReset::Auto,
+            ..ResetGuard::fixed(scans)
+        }
+    }
+
+    /// A reset that is never looked at again.
+    fn fixed(scans: bool) -> ResetGuard {
+        ResetGuard {
+            scans,
+            watch: false,
             refused: AtomicBool::new(false),
             started: Instant::now(),
             last_check_ms: AtomicU64::new(0),
@@ -215,6 +288,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn this_kernel_is_asked_as_wasmtime_asks() {
+        // The test machines run Linux 6.7 or later; where a kernel says
+        // otherwise, wasmtime's own probe (the same call) says so too.
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut numbers = release
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse::<u32>().ok());
+        let version = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+        let expected = version >= (6, 7) && Path::new("/proc/self/pagemap").exists();
+        assert_eq!(kernel_scans(), expected, "kernel {release}");
+    }
+
+    #[test]
     fn swap_areas_are_the_lines_after_the_header() {
         let none = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
         assert!(active_areas(none).is_empty());
@@ -262,11 +348,8 @@ mod tests {
 
     fn scanning_guard() -> ResetGuard {
         ResetGuard {
-            scans: true,
             watch: true,
-            refused: AtomicBool::new(false),
-            started: Instant::now(),
-            last_check_ms: AtomicU64::new(0),
+            ..ResetGuard::fixed(true)
         }
     }
 
@@ -287,11 +370,7 @@ mod tests {
 
     #[test]
     fn a_full_reset_is_never_refused() {
-        let guard = ResetGuard {
-            scans: false,
-            watch: false,
-            ..scanning_guard()
-        };
+        let guard = ResetGuard::fixed(false);
         guard.look(Swap::Reaches("swap is on".into()));
         // `look` records it, but a server that does not scan has nothing to
         // fear from swap.
