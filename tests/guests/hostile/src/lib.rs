@@ -7,6 +7,9 @@
 //! that it can hand the host exactly the WIT values it wants, including lists
 //! whose elements all point at the same bytes (see the `alias` module).
 //!
+//! Two tools probe isolation instead: `stash` leaves a marker in its
+//! memory and `snoop`, in a later instance, looks for it.
+//!
 //! Every tool accepts any arguments object and reads its numeric parameters
 //! from it, with the defaults given in each tool's comment.
 
