@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SIDE_BY_SIDE = """\
@@ -199,3 +201,30 @@ def test_each_stdio_and_http_target_says_what_the_floor_alone_reaches(tmp_path):
 def test_a_floor_that_did_not_run_is_shown_as_unmeasured(tmp_path):
     lines = target_lines(tmp_path, [{"throughput-http-64": HTTP.format(a=45000, b=46000)}])
     assert lines["HTTP get_current_time calls/s, 64 in flight"] == ("met", "floor -")
+
+
+def run_summary(tmp_path, machine: str) -> str:
+    folder = tmp_path / "pass-1"
+    folder.mkdir()
+    (folder / "throughput-http-64.txt").write_text(HTTP.format(a=30000, b=31000))
+    (tmp_path / "machine.txt").write_text(machine)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests/bench/summarize"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_run_with_swap_on_says_its_figures_stand_apart(tmp_path):
+    machine = "kernel: 6.18\nswap: /dev/zram0, /var/tmp/swap\n"
+    out = run_summary(tmp_path, machine)
+    assert "NOTE: swap was on (/dev/zram0, /var/tmp/swap)" in out
+    assert "wiped every used instance slot in full" in out
+
+
+@pytest.mark.parametrize("machine", ["kernel: 6.18\nswap: none\n", "kernel: 6.18\n"])
+def test_a_run_without_swap_says_nothing_of_it(tmp_path, machine):
+    assert "NOTE: swap" not in run_summary(tmp_path, machine)
