@@ -13,17 +13,18 @@
 //! (its resident part rewritten, the rest dropped), which misses nothing.
 //!
 //! Invariants:
-//! - `Scan` is chosen only when, at start, no swap area is active or this
-//!   process's cgroup forbids swap ([`swap_reaches_us`]); `Auto` is the
-//!   default and falls back to `Full` otherwise.
-//! - While scanning, the same check runs again at most once a second, on
-//!   the way into an instance (never on a timer: an idle server does not
-//!   wake). Once swap can reach this process, every new instance is
-//!   refused until restart ([`ResetGuard::check`]): a slot reset after the
-//!   swap came on may hold stale pages, and no guest may read them.
-//! - Residual, with `Scan` only: a page the kernel is migrating (compaction)
-//!   at the moment of the reset is not present either. `Full` closes that
-//!   too (docs/security.md).
+//! - Under `Auto` (the default) the engine scans only when, at start, the
+//!   kernel has the scan ([`kernel_scans`]) and no swap area is active or
+//!   this process's cgroup forbids swap ([`swap_reaches_us`]); otherwise
+//!   it resets in full. `Scan` and `Full` are the operator's to force.
+//! - While an `Auto` server scans, the same check runs again at most once a
+//!   second, on the way into an instance (never on a timer: an idle server
+//!   does not wake). Once swap can reach this process, every new instance
+//!   is refused until restart ([`ResetGuard::check`]): a slot reset after
+//!   the swap came on may hold stale pages, and no guest may read them.
+//! - Residual, whenever the engine scans: a page the kernel is migrating
+//!   (compaction) at the moment of the reset is not present either. `Full`
+//!   closes that too (docs/security.md).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
