@@ -70,14 +70,16 @@ run          calls/s  elapsed ms    peak RSS MiB     server CPU µs     client C
 """
 
 
-def target_lines(tmp_path, passes):
-    """Run the summary on `passes` (one dict of benchmark outputs a pass):
-    each target's label -> (its verdict, its floor note or None)."""
+def run(tmp_path, passes, machine: str | None = None) -> str:
+    """The summary's output for `passes` (one dict of benchmark outputs a
+    pass) and, if given, the run's `machine.txt`."""
     for i, files in enumerate(passes, 1):
         folder = tmp_path / f"pass-{i}"
         folder.mkdir()
         for name, text in files.items():
             (folder / f"{name}.txt").write_text(text)
+    if machine is not None:
+        (tmp_path / "machine.txt").write_text(machine)
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests/bench/summarize"), str(tmp_path)],
         capture_output=True,
@@ -85,7 +87,13 @@ def target_lines(tmp_path, passes):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    table = done.stdout.split("issue #15's targets", 1)[1]
+    return done.stdout
+
+
+def target_lines(tmp_path, passes):
+    """Run the summary on `passes` (one dict of benchmark outputs a pass):
+    each target's label -> (its verdict, its floor note or None)."""
+    table = run(tmp_path, passes).split("issue #15's targets", 1)[1]
     verdict = re.compile(r"(met in \d+ of \d+ passes|met|missed|not measured)$")
     floor = re.compile(r"floor \S+( misses \d+/\d+)?")
     lines = {}
@@ -204,18 +212,7 @@ def test_a_floor_that_did_not_run_is_shown_as_unmeasured(tmp_path):
 
 
 def run_summary(tmp_path, machine: str) -> str:
-    folder = tmp_path / "pass-1"
-    folder.mkdir()
-    (folder / "throughput-http-64.txt").write_text(HTTP.format(a=30000, b=31000))
-    (tmp_path / "machine.txt").write_text(machine)
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests/bench/summarize"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run(tmp_path, [{"throughput-http-64": HTTP.format(a=30000, b=31000)}], machine)
 
 
 def test_a_run_with_swap_on_says_its_figures_stand_apart(tmp_path):

@@ -88,8 +88,8 @@ pub(super) fn build(settings: &SandboxSettings, scan: bool) -> anyhow::Result<Bu
     // Without the scan (below) every reset rewrites all of the resident
     // bytes, so it keeps less: 64 KiB against 2 MiB took a read's median
     // from 163 to 63 µs and a listing's from 191 to 62, and pipelined
-    // calls went 1.3-1.4 times as fast (docs/benchmarks.md, round
-    // eighteen).
+    // reads and listings went 1.4 times as fast (docs/benchmarks.md,
+    // round eighteen).
     let resident = if scan {
         RESIDENT_BYTES
     } else {
@@ -99,9 +99,9 @@ pub(super) fn build(settings: &SandboxSettings, scan: bool) -> anyhow::Result<Bu
     pool.table_keep_resident(resident);
     // With PAGEMAP_SCAN (Linux 6.7+), resetting a slot rewrites only the
     // pages the instance dirtied, not all of the resident bytes: a call
-    // that touched 300 KiB costs 300 KiB of memset, not 2 MiB. Older
-    // kernels fall back to the plain reset. Only where swap cannot take
-    // a slot's pages: the scan misses swapped-out ones (`reset`).
+    // that touched 300 KiB costs 300 KiB of memset, not 2 MiB. Only where
+    // the kernel has it (Linux 6.7+) and swap cannot take a slot's pages:
+    // the scan misses swapped-out ones (`reset` decides).
     pool.pagemap_scan(if scan {
         wasmtime::Enabled::Auto
     } else {

@@ -66,7 +66,7 @@ use wasmtime::component::Linker;
 use crate::call::{
     CallFailure, CallReport, EventSink, PromptOutput, RawDescriptor, RawExtras, ResourceContent,
 };
-use crate::config::{Limits, PlainRules};
+use crate::config::{Limits, MemoryReset, PlainRules};
 use crate::grants::CallGrants;
 use contract::Contract;
 pub use inspect::Missing;
@@ -75,7 +75,6 @@ pub use plain::Skipped;
 pub use plain::docs::embed as embed_docs;
 use plain::{Plain, PlainTools};
 use ready::ReadyInstance;
-pub use reset::MemoryReset;
 use store::{HostState, Run};
 
 /// How often the epoch advances. Running guests yield to the async executor
@@ -419,12 +418,12 @@ impl Sandbox {
         .map(|(component, _)| engine::imports(&self.engine, &component))
     }
 
-    /// A fresh store for a run with nothing granted.
     /// Whether a fresh instance may be made now (`reset::ResetGuard::check`).
     fn fresh(&self) -> Result<(), CallFailure> {
         self.reset.check().map_err(CallFailure::Refused)
     }
 
+    /// A fresh store for a run with nothing granted.
     fn bare(&self, limits: &Limits) -> Run {
         Run::start(
             &self.engine,
@@ -447,8 +446,8 @@ impl Sandbox {
         component: &Prepared,
         limits: &Limits,
     ) -> Result<Vec<RawDescriptor>, CallFailure> {
-        // The semaphore is never closed.
         self.fresh()?;
+        // The semaphore is never closed.
         let _slot = self.load_permits.acquire().await;
         let mut run = self.bare(limits);
         let cancel = CancellationToken::new();

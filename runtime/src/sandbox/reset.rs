@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-pub use crate::config::MemoryReset;
+use crate::config::MemoryReset;
 
 /// How often a scanning server looks again for swap, at most.
 const RECHECK: Duration = Duration::from_secs(1);
