@@ -1,5 +1,6 @@
-//! The server's memory allocator: mimalloc, set to give memory back as
-//! soon as it is free.
+//! The server's memory allocator: mimalloc, set to commit memory as it is
+//! used and to give freed memory back soon after, and at once when the
+//! server goes quiet.
 //!
 //! A call makes and frees about 180 allocations (its messages, the
 //! guest's structured output parsed for its schema check, the fresh
@@ -15,12 +16,18 @@
 //! an arena's memory as it reserves it, and keeps freed pages for a second
 //! before returning them, which left the idle server with the bundled
 //! tools at 43–59 MiB (glibc: 31–35). [`configure`] makes arenas commit as
-//! they are used and free pages go back at once (about 0.1 `madvise` a
-//! call), which leaves the idle server 2–3 MiB above glibc's. The first arena
-//! is reserved before `main` runs, so [`use_allocator!`] also runs
-//! [`configure`] from the ELF start-up list ahead of mimalloc's own
-//! start-up. Options set in the environment (`MIMALLOC_PURGE_DELAY`, …)
-//! still win: these are defaults.
+//! they are used and returns free pages after [`PURGE_DELAY_MS`]. Giving
+//! them back at once (a delay of 0, as before) cost every page a call's
+//! messages reused an `madvise`, a TLB flush on the other CPU and a page
+//! fault to get it back: 16% of the server's time in a 1,000-entry listing
+//! and 2.5 µs of an HTTP call's CPU (docs/benchmarks.md, round nineteen).
+//! mimalloc returns pages whose delay has passed only when it is called
+//! again, so a server that stops would keep them; the epoch ticker calls
+//! [`give_back`] once calls stop (`sandbox::epoch`), which leaves the idle
+//! server where it was. The first arena is reserved before `main` runs, so
+//! [`use_allocator!`] also runs [`configure`] from the ELF start-up list
+//! ahead of mimalloc's own start-up. Options set in the environment
+//! (`MIMALLOC_PURGE_DELAY`, …) still win: these are defaults.
 //!
 //! What glibc's allocator has and this one, outside its `secure` build,
 //! does not: checks of its free lists that abort the process on some heap
@@ -30,7 +37,9 @@
 //!
 //! [`use_allocator!`]: crate::use_allocator
 
-use libmimalloc_sys::{mi_option_set_default, mi_option_t, mi_version};
+use std::ffi::c_long;
+
+use libmimalloc_sys::{mi_collect, mi_option_set_default, mi_option_t, mi_thread_init, mi_version};
 
 /// The allocator [`use_allocator!`](crate::use_allocator) declares.
 pub use mimalloc::MiMalloc as Allocator;
@@ -65,6 +74,14 @@ const ARENA_EAGER_COMMIT: mi_option_t = 4;
 /// OS (1,000 by default; 0: at once).
 const PURGE_DELAY: mi_option_t = 15;
 
+/// How long freed pages stay with the server before they go back: long
+/// enough that pages a stream of calls frees and reuses stay, short enough
+/// that a burst's extra memory does not. Against a delay of 0 it took a
+/// 1,000-entry listing's median from 2.7 to 2.1 ms and raised its peak
+/// memory from 45 to 65 MiB (10 ms: 2.3 ms, 56 MiB; docs/benchmarks.md,
+/// round nineteen).
+pub const PURGE_DELAY_MS: c_long = 100;
+
 /// Set the defaults described in the module docs. Runs before anything
 /// else in the process (no Rust runtime, no allocation); calling it again
 /// later is harmless but does not reach an arena already reserved. A
@@ -76,8 +93,22 @@ pub extern "C" fn configure() {
         // table; valid at any time, before its start-up included.
         unsafe {
             mi_option_set_default(ARENA_EAGER_COMMIT, 0);
-            mi_option_set_default(PURGE_DELAY, 0);
+            mi_option_set_default(PURGE_DELAY, PURGE_DELAY_MS);
         }
+    }
+}
+
+/// Give every freed page back to the system now, whatever its delay: for
+/// a server that has gone quiet (see the module docs). Costs an `madvise`
+/// per run of free pages; call it when calls stop, not per call.
+pub fn give_back() {
+    // SAFETY: plain C calls. `mi_thread_init` sets up this thread's
+    // allocator state if it has none (a thread that never allocated), as
+    // `mi_collect` does nothing without it; `mi_collect(true)` then returns
+    // every arena's free pages, whichever thread freed them.
+    unsafe {
+        mi_thread_init();
+        mi_collect(true);
     }
 }
 
@@ -107,11 +138,67 @@ fn release() -> (i32, i32) {
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::c_long;
-
-    use libmimalloc_sys::mi_option_get;
+    use libmimalloc_sys::{mi_free, mi_malloc, mi_option_get};
 
     use super::*;
+
+    /// The process's resident memory, in MiB.
+    fn resident_mib() -> usize {
+        let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+        let pages: usize = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("resident pages");
+        pages * 4096 / (1024 * 1024)
+    }
+
+    /// Whether mimalloc's options come from the environment.
+    fn options_in_environment() -> bool {
+        std::env::vars().any(|(name, _)| name.to_ascii_lowercase().starts_with("mimalloc_"))
+    }
+
+    #[test]
+    fn give_back_returns_what_another_thread_freed() {
+        // This test binary's own allocator is the system's: only the calls
+        // here touch mimalloc, whose purge delay (1,000 ms, or ours once
+        // another test ran `configure`) keeps freed pages resident until
+        // mimalloc is next used or `give_back` runs.
+        if options_in_environment() {
+            eprintln!("skipped: mimalloc options set in the environment");
+            return;
+        }
+        const BLOCKS: usize = 16;
+        const BLOCK: usize = 4 << 20;
+        let before = resident_mib();
+        std::thread::spawn(|| {
+            // SAFETY: blocks of BLOCK bytes from mimalloc, each written
+            // whole and freed once.
+            unsafe {
+                let blocks: Vec<_> = (0..BLOCKS).map(|_| mi_malloc(BLOCK)).collect();
+                for &block in &blocks {
+                    assert!(!block.is_null());
+                    block.cast::<u8>().write_bytes(1, BLOCK);
+                }
+                for block in blocks {
+                    mi_free(block);
+                }
+            }
+        })
+        .join()
+        .expect("the allocating thread");
+        let freed = resident_mib();
+        assert!(
+            freed >= before + 48,
+            "freed pages went back before give_back ({before} → {freed} MiB)"
+        );
+        give_back();
+        let after = resident_mib();
+        assert!(
+            after + 48 <= freed,
+            "give_back left them resident ({before} → {freed} → {after} MiB)"
+        );
+    }
 
     /// An option's current value.
     fn option(option: mi_option_t) -> c_long {
@@ -131,7 +218,7 @@ mod tests {
             VERSION,
             "mimalloc was updated: check the option numbers"
         );
-        if std::env::vars().any(|(name, _)| name.to_ascii_lowercase().starts_with("mimalloc_")) {
+        if options_in_environment() {
             eprintln!("skipped: mimalloc options set in the environment");
             return;
         }
@@ -143,7 +230,7 @@ mod tests {
         assert_eq!(option(PURGE_DELAY + 1), 0);
         configure();
         assert_eq!(option(ARENA_EAGER_COMMIT), 0);
-        assert_eq!(option(PURGE_DELAY), 0);
+        assert_eq!(option(PURGE_DELAY), PURGE_DELAY_MS);
         assert_eq!(check(), Ok(()));
     }
 }

@@ -25,39 +25,56 @@ const PARSED_OUTPUT_FACTOR: u64 = 4;
 /// bounded by its step budget, which grows with the instance).
 const INLINE_CHECK_BYTES: usize = 64 * 1024;
 
-/// Which of a tool's schemas.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Which {
-    Input,
-    Output,
-}
-
-/// Check `value` (`bytes` of JSON text) against the tool's `which` schema,
-/// under the step budget for its size.
-pub(super) async fn validate(
+/// Check arguments (`bytes` of JSON text) against the tool's input schema,
+/// under the step budget for their size.
+pub(super) async fn validate_input(
     spec: &Arc<ToolSpec>,
-    which: Which,
     value: &Value,
     bytes: usize,
 ) -> Result<Option<String>, BudgetExceeded> {
-    let check = move |spec: &ToolSpec, value: &Value| match which {
-        Which::Input => spec.input_validator.problems(value, budget_for(bytes)),
-        Which::Output => spec
-            .output_validator
-            .as_ref()
-            .map_or(Ok(None), |schema| schema.problems(value, budget_for(bytes))),
-    };
     if bytes <= INLINE_CHECK_BYTES {
-        return check(spec, value);
+        return spec.input_validator.problems(value, budget_for(bytes));
     }
     let (spec, value) = (Arc::clone(spec), value.clone());
-    tokio::task::spawn_blocking(move || check(&spec, &value))
+    tokio::task::spawn_blocking(move || spec.input_validator.problems(&value, budget_for(bytes)))
         .await
         // The check does not panic (running out of steps is an `Err`);
         // a panic would be a bug, reported as a budget failure.
         .unwrap_or(Err(BudgetExceeded {
             steps: budget_for(bytes),
         }))
+}
+
+/// Why a guest's structured output was refused.
+enum Refused {
+    Parse(json::ParseError),
+    NotObject,
+    Schema(String),
+    Budget(BudgetExceeded),
+}
+
+/// Parse a guest's structured output (within `budget` bytes of host
+/// memory) and, when `check`, check it against the output schema.
+fn parse_and_check(
+    spec: &ToolSpec,
+    text: &str,
+    budget: usize,
+    check: bool,
+) -> Result<Value, Refused> {
+    // A key twice is refused: the check would see one value and a client
+    // might read the other.
+    let value = json::parse_unique(text, budget).map_err(Refused::Parse)?;
+    if !value.is_object() {
+        return Err(Refused::NotObject);
+    }
+    if check && let Some(schema) = &spec.output_validator {
+        match schema.problems(&value, budget_for(text.len())) {
+            Ok(None) => {}
+            Ok(Some(problems)) => return Err(Refused::Schema(problems)),
+            Err(exceeded) => return Err(Refused::Budget(exceeded)),
+        }
+    }
+    Ok(value)
 }
 
 /// Parse and check a guest's result against the tool's contract.
@@ -69,66 +86,56 @@ pub(super) async fn check_output(
     let name = &tool.spec.descriptor.name;
     let budget = limits.max_result_bytes.saturating_mul(PARSED_OUTPUT_FACTOR);
     let budget = usize::try_from(budget).unwrap_or(usize::MAX);
-    let (structured, bytes) = match result.structured {
-        None => (None, 0),
-        Some(text) => {
-            let bytes = text.len();
-            // A key twice is refused: the check would see one value and a
-            // client might read the other.
-            let parsed = if bytes <= INLINE_CHECK_BYTES {
-                json::parse_unique(&text, budget)
-            } else {
-                tokio::task::spawn_blocking(move || json::parse_unique(&text, budget))
-                    .await
-                    .unwrap_or(Err(json::ParseError::TooLarge { budget }))
-            };
-            match parsed {
-                Ok(value @ Value::Object(_)) => (Some(value), bytes),
-                Ok(_) => {
-                    return CallOutput::error(format!(
-                        "tool `{name}` returned structured output that is not a JSON object"
-                    ));
-                }
-                Err(error @ json::ParseError::TooLarge { .. }) => {
-                    return CallOutput::error(format!(
-                        "tool `{name}` returned structured output too large to check: {error} \
-                         ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
-                        limits.max_result_bytes
-                    ));
-                }
-                Err(error @ json::ParseError::DuplicateKey(_)) => {
-                    return CallOutput::error(format!(
-                        "tool `{name}` returned structured output in which {error}"
-                    ));
-                }
-                Err(json::ParseError::Syntax(error)) => {
-                    return CallOutput::error(format!(
-                        "tool `{name}` returned structured output that is not valid JSON: {error}"
-                    ));
-                }
-            }
-        }
-    };
-    if !result.is_error && tool.spec.output_validator.is_some() {
-        let Some(value) = &structured else {
+    let check = !result.is_error && tool.spec.output_validator.is_some();
+    let structured = match result.structured {
+        None if check => {
             return CallOutput::error(format!(
                 "tool `{name}` declares an output schema but returned no structured output"
             ));
-        };
-        match validate(&tool.spec, Which::Output, value, bytes).await {
-            Ok(None) => {}
-            Ok(Some(problems)) => {
-                return CallOutput::error(format!(
-                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
-                ));
-            }
-            Err(exceeded) => {
-                return CallOutput::error(format!(
-                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
-                ));
-            }
         }
-    }
+        None => None,
+        // Parsed and checked in one go, on the blocking pool when large:
+        // the value moves there and back, not copied for the check.
+        Some(text) if text.len() > INLINE_CHECK_BYTES => {
+            let spec = Arc::clone(&tool.spec);
+            let checked =
+                tokio::task::spawn_blocking(move || parse_and_check(&spec, &text, budget, check))
+                    .await
+                    // Neither step panics (running out of budget is an
+                    // `Err`); a panic would be a bug, reported as the
+                    // budget running out.
+                    .unwrap_or(Err(Refused::Parse(json::ParseError::TooLarge { budget })));
+            Some(checked)
+        }
+        Some(text) => Some(parse_and_check(&tool.spec, &text, budget, check)),
+    };
+    let structured = match structured.transpose() {
+        Ok(value) => value,
+        Err(refused) => {
+            return CallOutput::error(match refused {
+                Refused::NotObject => {
+                    format!("tool `{name}` returned structured output that is not a JSON object")
+                }
+                Refused::Parse(error @ json::ParseError::TooLarge { .. }) => format!(
+                    "tool `{name}` returned structured output too large to check: {error} \
+                     ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
+                    limits.max_result_bytes
+                ),
+                Refused::Parse(error @ json::ParseError::DuplicateKey(_)) => {
+                    format!("tool `{name}` returned structured output in which {error}")
+                }
+                Refused::Parse(json::ParseError::Syntax(error)) => format!(
+                    "tool `{name}` returned structured output that is not valid JSON: {error}"
+                ),
+                Refused::Schema(problems) => format!(
+                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
+                ),
+                Refused::Budget(exceeded) => format!(
+                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
+                ),
+            });
+        }
+    };
     CallOutput {
         content: result.content,
         structured,

@@ -32,7 +32,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::check::{Which, check_output, validate};
+use self::check::{check_output, validate_input};
 pub use self::confirm::CONFIRM_KEY;
 use self::confirm::{Confirmation, confirm, needs_confirmation};
 pub use self::lanes::{Lane, Lanes};
@@ -728,7 +728,7 @@ async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String,
     let name = &tool.spec.descriptor.name;
     // One allocation of the exact length (`to_string` grows its buffer).
     let text = crate::json::value_text(arguments);
-    match validate(&tool.spec, Which::Input, arguments, text.len()).await {
+    match validate_input(&tool.spec, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(
             Outcome::Refused(

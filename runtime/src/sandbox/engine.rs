@@ -145,7 +145,7 @@ pub(super) fn build(settings: &SandboxSettings, scan: bool) -> anyhow::Result<Bu
     // Served from the tool's `config` grant (nothing unless granted).
     wasi_config::add_to_linker(&mut linker)?;
 
-    let ticker = Ticker::start(&engine);
+    let ticker = Ticker::start(&engine, crate::alloc::give_back);
     Ok(Built {
         engine,
         linker,
