@@ -16,15 +16,16 @@
 //! an arena's memory as it reserves it, and keeps freed pages for a second
 //! before returning them, which left the idle server with the bundled
 //! tools at 43–59 MiB (glibc: 31–35). [`configure`] makes arenas commit as
-//! they are used and returns free pages after [`PURGE_DELAY_MS`]. Giving
-//! them back at once (a delay of 0, as before) cost every page a call's
-//! messages reused an `madvise`, a TLB flush on the other CPU and a page
-//! fault to get it back: 16% of the server's time in a 1,000-entry listing
-//! and 2.5 µs of an HTTP call's CPU (docs/benchmarks.md, round nineteen).
-//! mimalloc returns pages whose delay has passed only when it is called
-//! again, so a server that stops would keep them; the epoch ticker calls
-//! [`give_back`] once calls stop (`sandbox::epoch`), which leaves the idle
-//! server where it was. The first arena is reserved before `main` runs, so
+//! they are used and free pages go back at once while the server starts;
+//! once it serves ([`serving`]), after [`PURGE_DELAY_MS`]. Giving them back
+//! at once cost every page a call reused an `madvise`, a TLB flush on the
+//! other CPU and a page fault to get it back: 16% of the server's time in
+//! a 1,000-entry listing and 2.5 µs of an HTTP call's CPU; a delay from the
+//! start left 2 MiB more in the idle server (docs/benchmarks.md, round
+//! nineteen). mimalloc returns pages whose delay has passed only when it
+//! is called again, so a server that stops would keep them; the epoch
+//! ticker calls [`give_back`] once calls stop (`sandbox::epoch`). The
+//! first arena is reserved before `main` runs, so
 //! [`use_allocator!`] also runs [`configure`] from the ELF start-up list
 //! ahead of mimalloc's own start-up. Options set in the environment
 //! (`MIMALLOC_PURGE_DELAY`, …) still win: these are defaults.
@@ -39,7 +40,9 @@
 
 use std::ffi::c_long;
 
-use libmimalloc_sys::{mi_collect, mi_option_set_default, mi_option_t, mi_thread_init, mi_version};
+use libmimalloc_sys::{
+    mi_collect, mi_option_set, mi_option_set_default, mi_option_t, mi_thread_init, mi_version,
+};
 
 /// The allocator [`use_allocator!`](crate::use_allocator) declares.
 pub use mimalloc::MiMalloc as Allocator;
@@ -93,8 +96,25 @@ pub extern "C" fn configure() {
         // table; valid at any time, before its start-up included.
         unsafe {
             mi_option_set_default(ARENA_EAGER_COMMIT, 0);
-            mi_option_set_default(PURGE_DELAY, PURGE_DELAY_MS);
+            mi_option_set_default(PURGE_DELAY, 0);
         }
+    }
+}
+
+/// Start-up is over: from now on freed pages wait [`PURGE_DELAY_MS`]
+/// before they go back (see the module docs), unless the environment set
+/// the delay.
+pub fn serving() {
+    let set_outside = std::env::vars_os().any(|(name, _)| {
+        name.to_str().is_some_and(|name| {
+            let name = name.to_ascii_lowercase();
+            name == "mimalloc_purge_delay" || name == "mimalloc_reset_delay"
+        })
+    });
+    if release() == VERSION && !set_outside {
+        // SAFETY: sets an integer in mimalloc's option table; valid at any
+        // time, and read afresh by every later free.
+        unsafe { mi_option_set(PURGE_DELAY, PURGE_DELAY_MS) };
     }
 }
 
@@ -153,6 +173,10 @@ mod tests {
         pages * 4096 / (1024 * 1024)
     }
 
+    /// Held by the tests that set or depend on mimalloc's options, which
+    /// are the process's.
+    static OPTIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Whether mimalloc's options come from the environment.
     fn options_in_environment() -> bool {
         std::env::vars().any(|(name, _)| name.to_ascii_lowercase().starts_with("mimalloc_"))
@@ -162,8 +186,11 @@ mod tests {
     fn give_back_returns_what_another_thread_freed() {
         // This test binary's own allocator is the system's: only the calls
         // here touch mimalloc, whose purge delay (1,000 ms, or ours once
-        // another test ran `configure`) keeps freed pages resident until
+        // the other test ran `serving`) keeps freed pages resident until
         // mimalloc is next used or `give_back` runs.
+        let _options = OPTIONS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if options_in_environment() {
             eprintln!("skipped: mimalloc options set in the environment");
             return;
@@ -218,6 +245,9 @@ mod tests {
             VERSION,
             "mimalloc was updated: check the option numbers"
         );
+        let _options = OPTIONS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if options_in_environment() {
             eprintln!("skipped: mimalloc options set in the environment");
             return;
@@ -230,6 +260,8 @@ mod tests {
         assert_eq!(option(PURGE_DELAY + 1), 0);
         configure();
         assert_eq!(option(ARENA_EAGER_COMMIT), 0);
+        assert_eq!(option(PURGE_DELAY), 0);
+        serving();
         assert_eq!(option(PURGE_DELAY), PURGE_DELAY_MS);
         assert_eq!(check(), Ok(()));
     }

@@ -302,6 +302,9 @@ impl Host {
     /// Stdio: the client closed the connection before starting a session,
     /// or the transport failed.
     pub async fn serve(self: &Arc<Self>, transport: Transport) -> anyhow::Result<()> {
+        // Start-up's memory went back as it was freed; from here freed
+        // pages wait a moment, as calls reuse them.
+        crate::alloc::serving();
         let _watch = self.watch();
         let served = match transport {
             Transport::Stdio => transport::stdio::serve(self).await,
