@@ -158,6 +158,8 @@ fn release() -> (i32, i32) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
     use libmimalloc_sys::{mi_free, mi_malloc, mi_option_get};
 
     use super::*;
@@ -175,11 +177,18 @@ mod tests {
 
     /// Held by the tests that set or depend on mimalloc's options, which
     /// are the process's.
-    static OPTIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static OPTIONS: Mutex<()> = Mutex::new(());
 
-    /// Whether mimalloc's options come from the environment.
-    fn options_in_environment() -> bool {
-        std::env::vars().any(|(name, _)| name.to_ascii_lowercase().starts_with("mimalloc_"))
+    /// The options to themselves, for a test that sets or depends on them;
+    /// `None` (the test is skipped, and says so) where the environment
+    /// sets them.
+    fn options() -> Option<MutexGuard<'static, ()>> {
+        let guard = OPTIONS.lock().unwrap_or_else(PoisonError::into_inner);
+        if std::env::vars().any(|(name, _)| name.to_ascii_lowercase().starts_with("mimalloc_")) {
+            eprintln!("skipped: mimalloc options set in the environment");
+            return None;
+        }
+        Some(guard)
     }
 
     #[test]
@@ -188,13 +197,9 @@ mod tests {
         // here touch mimalloc, whose purge delay (1,000 ms, or ours once
         // the other test ran `serving`) keeps freed pages resident until
         // mimalloc is next used or `give_back` runs.
-        let _options = OPTIONS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if options_in_environment() {
-            eprintln!("skipped: mimalloc options set in the environment");
+        let Some(_options) = options() else {
             return;
-        }
+        };
         const BLOCKS: usize = 16;
         const BLOCK: usize = 4 << 20;
         let before = resident_mib();
@@ -245,13 +250,9 @@ mod tests {
             VERSION,
             "mimalloc was updated: check the option numbers"
         );
-        let _options = OPTIONS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if options_in_environment() {
-            eprintln!("skipped: mimalloc options set in the environment");
+        let Some(_options) = options() else {
             return;
-        }
+        };
         assert_eq!(option(ARENA_EAGER_COMMIT - 1), 1);
         assert_eq!(option(ARENA_EAGER_COMMIT), 2);
         assert_eq!(option(ARENA_EAGER_COMMIT + 1), 1);
