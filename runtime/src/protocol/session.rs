@@ -58,6 +58,8 @@ pub struct SessionCalls {
     server: McpServer,
     /// Set once rmcp has finished the session's handshake.
     peer: OnceLock<Peer<RoleServer>>,
+    /// Told when `peer` is set.
+    opened: tokio::sync::Notify,
     /// Each call in flight, by request id, with its token and its number
     /// (a client may use a cancelled call's id again while that call ends).
     in_flight: Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
@@ -76,6 +78,7 @@ impl SessionCalls {
         SessionCalls {
             server,
             peer: OnceLock::new(),
+            opened: tokio::sync::Notify::new(),
             in_flight: Arc::default(),
             next: AtomicU64::new(0),
             ended: CancellationToken::new(),
@@ -87,6 +90,27 @@ impl SessionCalls {
     /// rmcp has started the session with `peer`.
     pub fn open(&self, peer: Peer<RoleServer>) {
         let _ = self.peer.set(peer);
+        self.opened.notify_waiters();
+    }
+
+    /// Until [`SessionCalls::open`], or at most `limit`. The reader waits
+    /// here after handing rmcp `notifications/initialized`: rmcp ends the
+    /// handshake on it, and a call the reader read before the session
+    /// opened would go to rmcp's loop, which answers a call its client
+    /// cancelled.
+    pub async fn opened(&self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                // Created before the check: `notify_waiters` reaches a
+                // `Notified` from its creation on.
+                let notified = self.opened.notified();
+                if self.peer.get().is_some() {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
     }
 
     /// Run `request` here, handing its answer to `reply`, or give it back

@@ -359,6 +359,11 @@ impl LineTransport {
     }
 }
 
+/// How long the reader waits for rmcp to open the session after handing
+/// it `notifications/initialized` (it does so at once; a session whose
+/// handshake failed never opens).
+const HANDSHAKE_END: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the reader hands each message to.
 struct Input {
     gate: Arc<Admission>,
@@ -402,9 +407,26 @@ impl Input {
                     self.gate.settle(id);
                     self.calls.cancelled(id);
                 }
+                let initialized = matches!(
+                    notification.notification,
+                    rmcp::model::ClientNotification::InitializedNotification(_)
+                );
                 match self.calls.take_notification(notification) {
                     Ok(()) => return true,
-                    Err(notification) => ClientJsonRpcMessage::Notification(notification),
+                    Err(notification) => {
+                        let sent = self
+                            .tx
+                            .send(ClientJsonRpcMessage::Notification(notification))
+                            .await
+                            .is_ok();
+                        // rmcp ends the handshake on it; the next line is
+                        // read once the session is open, so a call after
+                        // it runs here (`SessionCalls::opened`).
+                        if sent && initialized {
+                            self.calls.opened(HANDSHAKE_END).await;
+                        }
+                        return sent;
+                    }
                 }
             }
             other => other,
