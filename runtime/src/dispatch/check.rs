@@ -87,61 +87,57 @@ pub(super) async fn check_output(
     let budget = limits.max_result_bytes.saturating_mul(PARSED_OUTPUT_FACTOR);
     let budget = usize::try_from(budget).unwrap_or(usize::MAX);
     let check = !result.is_error && tool.spec.output_validator.is_some();
-    let structured = match result.structured {
+    let text = match result.structured {
+        Some(text) => text,
         None if check => {
             return CallOutput::error(format!(
                 "tool `{name}` declares an output schema but returned no structured output"
             ));
         }
-        None => None,
-        // Parsed and checked in one go, on the blocking pool when large:
-        // the value moves there and back, not copied for the check.
-        Some(text) if text.len() > INLINE_CHECK_BYTES => {
-            let spec = Arc::clone(&tool.spec);
-            let checked =
-                tokio::task::spawn_blocking(move || parse_and_check(&spec, &text, budget, check))
-                    .await
-                    // Neither step panics (running out of budget is an
-                    // `Err`); a panic would be a bug, reported as the
-                    // budget running out.
-                    .unwrap_or(Err(Refused::Parse(json::ParseError::TooLarge { budget })));
-            Some(checked)
-        }
-        Some(text) => Some(parse_and_check(&tool.spec, &text, budget, check)),
+        None => return CallOutput::result(result.content, None, result.is_error),
     };
-    let structured = match structured.transpose() {
-        Ok(value) => value,
-        Err(refused) => {
-            return CallOutput::error(match refused {
-                Refused::NotObject => {
-                    format!("tool `{name}` returned structured output that is not a JSON object")
-                }
-                Refused::Parse(error @ json::ParseError::TooLarge { .. }) => format!(
-                    "tool `{name}` returned structured output too large to check: {error} \
-                     ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
-                    limits.max_result_bytes
-                ),
-                Refused::Parse(error @ json::ParseError::DuplicateKey(_)) => {
-                    format!("tool `{name}` returned structured output in which {error}")
-                }
-                Refused::Parse(json::ParseError::Syntax(error)) => format!(
-                    "tool `{name}` returned structured output that is not valid JSON: {error}"
-                ),
-                Refused::Schema(problems) => format!(
-                    "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
-                ),
-                Refused::Budget(exceeded) => format!(
-                    "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
-                ),
-            });
-        }
+    // Parsed and checked in one go, on the blocking pool when large: the
+    // value moves there and back, not copied for the check.
+    let checked = if text.len() > INLINE_CHECK_BYTES {
+        let spec = Arc::clone(&tool.spec);
+        tokio::task::spawn_blocking(move || parse_and_check(&spec, &text, budget, check))
+            .await
+            // Neither step panics (running out of budget is an `Err`); a
+            // panic would be a bug, reported as the budget running out.
+            .unwrap_or(Err(Refused::Parse(json::ParseError::TooLarge { budget })))
+    } else {
+        parse_and_check(&tool.spec, &text, budget, check)
     };
-    CallOutput {
-        content: result.content,
-        structured,
-        is_error: result.is_error,
-        input_required: None,
-        failure: None,
-        refused: None,
+    match checked {
+        Ok(value) => CallOutput::result(result.content, Some(value), result.is_error),
+        Err(refused) => CallOutput::error(refused.text(name, limits)),
+    }
+}
+
+impl Refused {
+    /// What the call's error says.
+    fn text(self, name: &str, limits: &Limits) -> String {
+        match self {
+            Refused::NotObject => {
+                format!("tool `{name}` returned structured output that is not a JSON object")
+            }
+            Refused::Parse(error @ json::ParseError::TooLarge { .. }) => format!(
+                "tool `{name}` returned structured output too large to check: {error} \
+                 ({PARSED_OUTPUT_FACTOR}× the result size limit of {} bytes)",
+                limits.max_result_bytes
+            ),
+            Refused::Parse(error @ json::ParseError::DuplicateKey(_)) => {
+                format!("tool `{name}` returned structured output in which {error}")
+            }
+            Refused::Parse(json::ParseError::Syntax(error)) => {
+                format!("tool `{name}` returned structured output that is not valid JSON: {error}")
+            }
+            Refused::Schema(problems) => format!(
+                "tool `{name}` returned structured output that does not match its output schema:\n{problems}"
+            ),
+            Refused::Budget(exceeded) => format!(
+                "tool `{name}` returned structured output that could not be checked against its output schema: {exceeded}"
+            ),
+        }
     }
 }

@@ -230,6 +230,19 @@ pub struct CallOutput {
 }
 
 impl CallOutput {
+    /// The tool's own result: its content, its structured output (checked)
+    /// and whether it is an error.
+    pub fn result(content: Vec<Content>, structured: Option<Value>, is_error: bool) -> Self {
+        CallOutput {
+            content,
+            structured,
+            is_error,
+            input_required: None,
+            failure: None,
+            refused: None,
+        }
+    }
+
     /// An error result with one text item.
     pub fn error(message: impl Into<String>) -> Self {
         CallOutput {

@@ -293,22 +293,11 @@ mod tests {
         assert_eq!(got, expect, "\n got: {got:#}\nwant: {expect:#}");
     }
 
-    fn output(content: Vec<Content>, structured: Option<Value>, is_error: bool) -> CallOutput {
-        CallOutput {
-            content,
-            structured,
-            is_error,
-            input_required: None,
-            failure: None,
-            refused: None,
-        }
-    }
-
     #[test]
     fn results() {
         let cases = [
             (
-                output(vec![Content::Text("hi".into())], None, false),
+                CallOutput::result(vec![Content::Text("hi".into())], None, false),
                 json!({"content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"}),
             ),
             (
@@ -320,7 +309,7 @@ mod tests {
                 }),
             ),
             (
-                output(
+                CallOutput::result(
                     vec![Content::Text("{\"n\":1}".into())],
                     Some(json!({"n": 1})),
                     false,
@@ -333,7 +322,7 @@ mod tests {
                 }),
             ),
             (
-                output(
+                CallOutput::result(
                     vec![
                         Content::Image {
                             data: vec![0, 1, 2],
@@ -357,7 +346,7 @@ mod tests {
                 }),
             ),
             (
-                output(
+                CallOutput::result(
                     vec![
                         Content::Resource {
                             uri: "file:///a.txt".into(),

@@ -17,10 +17,9 @@
 //! The ticker also says when the server has gone quiet: once no guest run
 //! has started for [`QUIET_TICKS`] ticks since the last time it said so
 //! (and once at start-up), and again as it parks, it calls the hook it was
-//! started with. The
-//! server's hook hands the memory its allocator holds back to the system
-//! (`crate::alloc::give_back`), which the allocator itself does only while
-//! it is in use.
+//! started with. The server's hook hands the memory its allocator holds
+//! back to the system (`crate::alloc::give_back`), which the allocator
+//! itself does only while it is in use.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};

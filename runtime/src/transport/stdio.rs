@@ -384,6 +384,14 @@ impl Input {
         message: ClientJsonRpcMessage,
         permit: tokio::sync::OwnedSemaphorePermit,
     ) -> bool {
+        // rmcp ends the handshake on it: the next line is read once the
+        // session is open, so a call after it runs here
+        // (`SessionCalls::opened`).
+        let initialized = matches!(
+            &message,
+            ClientJsonRpcMessage::Notification(n)
+                if matches!(n.notification, rmcp::model::ClientNotification::InitializedNotification(_))
+        );
         let message = match message {
             ClientJsonRpcMessage::Request(request) => {
                 self.gate.admit(request.id.clone(), permit);
@@ -407,31 +415,18 @@ impl Input {
                     self.gate.settle(id);
                     self.calls.cancelled(id);
                 }
-                let initialized = matches!(
-                    notification.notification,
-                    rmcp::model::ClientNotification::InitializedNotification(_)
-                );
                 match self.calls.take_notification(notification) {
                     Ok(()) => return true,
-                    Err(notification) => {
-                        let sent = self
-                            .tx
-                            .send(ClientJsonRpcMessage::Notification(notification))
-                            .await
-                            .is_ok();
-                        // rmcp ends the handshake on it; the next line is
-                        // read once the session is open, so a call after
-                        // it runs here (`SessionCalls::opened`).
-                        if sent && initialized {
-                            self.calls.opened(HANDSHAKE_END).await;
-                        }
-                        return sent;
-                    }
+                    Err(notification) => ClientJsonRpcMessage::Notification(notification),
                 }
             }
             other => other,
         };
-        self.tx.send(message).await.is_ok()
+        let sent = self.tx.send(message).await.is_ok();
+        if sent && initialized {
+            self.calls.opened(HANDSHAKE_END).await;
+        }
+        sent
     }
 }
 

@@ -88,7 +88,13 @@ pub fn file_url(path: &Path) -> String {
 /// The order names are listed in: case-insensitive, then bytewise, so the
 /// listing is stable whatever order the directory returns.
 pub fn name_order(a: &str, b: &str) -> Ordering {
-    bytes_order(lowercase(a).as_bytes(), lowercase(b).as_bytes())
+    keyed_order(&lowercase(a), a, &lowercase(b), b)
+}
+
+/// [`name_order`] with each name's lowercase key (`key_a` of `a`, `key_b`
+/// of `b`) already made, for a sort that makes each key once.
+pub fn keyed_order(key_a: &str, a: &str, key_b: &str, b: &str) -> Ordering {
+    bytes_order(key_a.as_bytes(), key_b.as_bytes())
         .then_with(|| bytes_order(a.as_bytes(), b.as_bytes()))
 }
 

@@ -8,7 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
 use toolcage_guest::JsonSchema;
 
-use crate::util::{bytes_order, io_error, lowercase};
+use crate::util::{io_error, keyed_order, lowercase};
 
 /// The most entries a listing, tree or search returns.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -103,8 +103,7 @@ pub fn list(path: &Path, limit: usize) -> Result<Listing, String> {
     keyed.sort_unstable_by(|(ka, a), (kb, b)| {
         let ka = ka.as_deref().unwrap_or(&a.name);
         let kb = kb.as_deref().unwrap_or(&b.name);
-        bytes_order(ka.as_bytes(), kb.as_bytes())
-            .then_with(|| bytes_order(a.name.as_bytes(), b.name.as_bytes()))
+        keyed_order(ka, &a.name, kb, &b.name)
     });
     let entries = keyed.into_iter().map(|(_, e)| e).collect();
     Ok(Listing {
