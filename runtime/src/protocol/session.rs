@@ -96,8 +96,9 @@ impl SessionCalls {
     /// Until [`SessionCalls::open`], or at most `limit`. The reader waits
     /// here after handing rmcp `notifications/initialized`: rmcp ends the
     /// handshake on it, and a call the reader read before the session
-    /// opened would go to rmcp's loop, which answers a call its client
-    /// cancelled.
+    /// opened would go to rmcp's loop, whose pool keys answers by id
+    /// alone: a cancelled call's answer went out for the next call under
+    /// its id.
     pub async fn opened(&self, limit: Duration) {
         let _ = tokio::time::timeout(limit, async {
             loop {
