@@ -14,6 +14,37 @@ use std::time::Duration;
 
 use crate::grants::network::NetRecord;
 
+// --- Arguments ----------------------------------------------------------------
+
+/// A call's arguments: a JSON object, parsed once and shared, not copied,
+/// by everything that reads them during the call (the dispatcher's checks,
+/// the journal, and a 2026-07-28 request's replay, which binds its signed
+/// state to them). A deep copy each was a second (and, for arguments
+/// checked on the blocking pool, a third) copy of every byte a client
+/// sent.
+#[derive(Debug, Clone)]
+pub struct Arguments(Arc<serde_json::Value>);
+
+impl Arguments {
+    /// `arguments` as given (`None` is `{}`).
+    pub fn new(arguments: Option<serde_json::Map<String, serde_json::Value>>) -> Self {
+        Arguments(Arc::new(serde_json::Value::Object(
+            arguments.unwrap_or_default(),
+        )))
+    }
+
+    /// The arguments, an object.
+    pub fn value(&self) -> &serde_json::Value {
+        &self.0
+    }
+}
+
+impl From<serde_json::Map<String, serde_json::Value>> for Arguments {
+    fn from(arguments: serde_json::Map<String, serde_json::Value>) -> Self {
+        Arguments::new(Some(arguments))
+    }
+}
+
 // --- Results ------------------------------------------------------------------
 
 /// The result of a call that ran to completion (it may still be an error

@@ -59,7 +59,7 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
         .dispatcher
         .call(
             tool,
-            Some(arguments),
+            arguments.into(),
             CallContext {
                 events: None,
                 cancel: &cancel,

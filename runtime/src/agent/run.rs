@@ -366,7 +366,7 @@ impl Agent {
                 let result = dispatcher
                     .call(
                         &tool,
-                        Some(arguments),
+                        arguments.into(),
                         CallContext {
                             events: None,
                             cancel: &cancel,

@@ -70,7 +70,7 @@ pub(crate) async fn run(
         declared: None,
         task: None,
     };
-    let output = host.dispatcher.call(tool, Some(arguments), context).await;
+    let output = host.dispatcher.call(tool, arguments.into(), context).await;
     // The call's journal line is written before anything else happens.
     host.dispatcher.shutdown().await;
     let output = match output {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::CallOutput;
-use crate::call::ToolResult;
+use crate::call::{Arguments, ToolResult};
 use crate::catalog::{LoadedTool, ToolSpec};
 use crate::config::Limits;
 use crate::json;
@@ -29,20 +29,26 @@ const INLINE_CHECK_BYTES: usize = 64 * 1024;
 /// under the step budget for their size.
 pub(super) async fn validate_input(
     spec: &Arc<ToolSpec>,
-    value: &Value,
+    arguments: &Arguments,
     bytes: usize,
 ) -> Result<Option<String>, BudgetExceeded> {
     if bytes <= INLINE_CHECK_BYTES {
-        return spec.input_validator.problems(value, budget_for(bytes));
+        return spec
+            .input_validator
+            .problems(arguments.value(), budget_for(bytes));
     }
-    let (spec, value) = (Arc::clone(spec), value.clone());
-    tokio::task::spawn_blocking(move || spec.input_validator.problems(&value, budget_for(bytes)))
-        .await
-        // The check does not panic (running out of steps is an `Err`);
-        // a panic would be a bug, reported as a budget failure.
-        .unwrap_or(Err(BudgetExceeded {
-            steps: budget_for(bytes),
-        }))
+    // Shared with the blocking task, not copied.
+    let (spec, arguments) = (Arc::clone(spec), arguments.clone());
+    tokio::task::spawn_blocking(move || {
+        spec.input_validator
+            .problems(arguments.value(), budget_for(bytes))
+    })
+    .await
+    // The check does not panic (running out of steps is an `Err`);
+    // a panic would be a bug, reported as a budget failure.
+    .unwrap_or(Err(BudgetExceeded {
+        steps: budget_for(bytes),
+    }))
 }
 
 /// Why a guest's structured output was refused.

@@ -27,7 +27,7 @@ mod serve;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -38,7 +38,9 @@ use self::confirm::{Confirmation, confirm, needs_confirmation};
 pub use self::lanes::{Lane, Lanes};
 use self::record::{Outcome, Recorder, Refusal, RunFacts, first_line, log_guest_output};
 use crate::auth::{self, Access, Caller};
-use crate::call::{CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput};
+use crate::call::{
+    Arguments, CallFailure, CallReport, ClientServices, Content, EventSink, PendingInput,
+};
 use crate::catalog::{FileStatus, LoadedTool, Registry};
 use crate::config::{ClientNeeds, Config, Limits, Policy};
 use crate::grants;
@@ -391,7 +393,7 @@ impl Dispatcher {
         &self.registry
     }
 
-    /// Call tool `name` with `arguments` (`None` is `{}`).
+    /// Call tool `name` with `arguments`.
     ///
     /// # Errors
     ///
@@ -400,17 +402,16 @@ impl Dispatcher {
     pub async fn call(
         &self,
         name: &str,
-        arguments: Option<Map<String, Value>>,
+        arguments: Arguments,
         context: CallContext<'_>,
     ) -> Result<CallOutput, DispatchError> {
         // Held until the call is over, so `shutdown` can wait for it.
         let _in_flight = self.calls.token();
         let current = self.current();
-        let arguments = Value::Object(arguments.unwrap_or_default());
         let policy = current.config.policy_for(name);
         let mut record = Recorder::new(
             name,
-            &arguments,
+            arguments.value(),
             policy,
             current.journal.as_deref(),
             context.client,
@@ -460,7 +461,7 @@ impl Dispatcher {
     async fn phases(
         &self,
         name: &str,
-        arguments: &Value,
+        arguments: &Arguments,
         policy: &Policy,
         config: &Config,
         context: CallContext<'_>,
@@ -516,11 +517,11 @@ impl Dispatcher {
                 }));
             }
         }
-        let checked = self.check_parameters(&tool, arguments)?;
+        let checked = self.check_parameters(&tool, arguments.value())?;
         let arguments_text = check_arguments(&tool, arguments).await?;
         // Before anything runs, and before taking a permit (a person may
         // take minutes to answer).
-        confirm_if_needed(policy, &tool, arguments, services.as_deref()).await?;
+        confirm_if_needed(policy, &tool, arguments.value(), services.as_deref()).await?;
         // Released after the call's store is dropped (below): each store
         // holds an instance slot, and the pool has one per permit.
         let permits = self.acquire(&tool, cancel).await?;
@@ -737,10 +738,10 @@ impl Stop {
 
 /// Check the arguments against the tool's input schema; the arguments as
 /// JSON text, for the guest, if they pass.
-async fn check_arguments(tool: &LoadedTool, arguments: &Value) -> Result<String, Box<Stop>> {
+async fn check_arguments(tool: &LoadedTool, arguments: &Arguments) -> Result<String, Box<Stop>> {
     let name = &tool.spec.descriptor.name;
     // One allocation of the exact length (`to_string` grows its buffer).
-    let text = crate::json::value_text(arguments);
+    let text = crate::json::value_text(arguments.value());
     match validate_input(&tool.spec, arguments, text.len()).await {
         Ok(None) => Ok(text),
         Ok(Some(problems)) => Err(Stop::error(

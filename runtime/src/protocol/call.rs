@@ -16,7 +16,7 @@ use super::request::{
 use super::shape::input_required;
 use super::{McpServer, tasks, to_mcp_result};
 use crate::auth;
-use crate::call::{ClientServices, GuestEvent, TaskStart, TaskSupport};
+use crate::call::{Arguments, ClientServices, GuestEvent, TaskStart, TaskSupport};
 use crate::config::ClientNeeds;
 use crate::dispatch::{CallContext, DispatchError, Lane};
 use crate::services::ReplayServices;
@@ -38,11 +38,12 @@ impl McpServer {
             return self.handle_task_call(request, ctx, declared, start).await;
         }
         let client_roots = self.client_roots(&ctx.peer, stateless).await;
+        let arguments = Arguments::new(request.arguments.take());
         let (services, replay) = client_services(
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &request.name,
-            request.arguments.as_ref(),
+            &arguments,
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
@@ -59,7 +60,7 @@ impl McpServer {
             .dispatcher
             .call(
                 &request.name,
-                request.arguments,
+                arguments,
                 CallContext {
                     events,
                     cancel: &ctx.ct,
@@ -113,12 +114,12 @@ impl McpServer {
         declared: ClientNeeds,
         start: TaskStart,
     ) -> Result<CallToolResponse, McpError> {
-        let arguments = request.arguments.take().unwrap_or_default();
+        let arguments = Arguments::new(request.arguments.take());
         let replay = replay_answers(
             self.dispatcher.config().state_keys.as_ref(),
             caller(&ctx),
             &request.name,
-            Some(&arguments),
+            &arguments,
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
@@ -186,7 +187,7 @@ impl McpServer {
                 let result = dispatcher
                     .call(
                         &name,
-                        Some(arguments),
+                        arguments,
                         CallContext {
                             events: Some(events),
                             cancel: &cancel,

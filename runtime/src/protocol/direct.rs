@@ -35,6 +35,7 @@ use super::McpServer;
 use super::call::respond;
 use super::request::{capabilities, client_record, needs_of, replay_answers};
 use crate::auth::Caller;
+use crate::call::Arguments;
 use crate::config::ClientNeeds;
 use crate::dispatch::CallContext;
 use crate::services::{self, ReplayServices};
@@ -173,11 +174,12 @@ impl McpServer {
             info,
         } = call;
         let config = self.dispatcher.config();
+        let arguments = Arguments::new(params.arguments.take());
         let replay = replay_answers(
             config.state_keys.as_ref(),
             caller,
             &params.name,
-            params.arguments.as_ref(),
+            &arguments,
             params.request_state.as_deref(),
             params.input_responses.take(),
         )?;
@@ -189,7 +191,7 @@ impl McpServer {
             .dispatcher
             .call(
                 &params.name,
-                params.arguments,
+                arguments,
                 CallContext {
                     events: None,
                     cancel,

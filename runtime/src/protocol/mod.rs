@@ -384,7 +384,8 @@ impl ServerHandler for McpServer {
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &format!("prompt:{}", request.name),
-            request.arguments.as_ref(),
+            // A copy: a prompt's arguments go on as a map of their own.
+            &crate::call::Arguments::new(request.arguments.clone()),
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;

@@ -9,7 +9,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
 use crate::auth::{self, Caller};
-use crate::call::ClientServices;
+use crate::call::{Arguments, ClientServices};
 use crate::config::ClientNeeds;
 use crate::journal::{CallerRecord, ClientId};
 use crate::services::{
@@ -52,7 +52,7 @@ pub(super) struct Replay {
     /// The operator's state keys, if any (else this process's own).
     pub(super) keys: Option<Arc<crate::config::StateKeys>>,
     /// What the digest binds: caller, tool (or `prompt:NAME`), arguments.
-    bound: (Option<String>, String, serde_json::Value),
+    bound: (Option<String>, String, Arguments),
     /// Its digest, made when first needed (see [`Replay::digest`]).
     digest: std::sync::OnceLock<String>,
     /// Every answer so far: the signed state's and this retry's.
@@ -67,7 +67,7 @@ impl Replay {
     pub(super) fn digest(&self) -> &str {
         self.digest.get_or_init(|| {
             let (owner, what, arguments) = &self.bound;
-            call_digest(owner.as_deref(), what, arguments)
+            call_digest(owner.as_deref(), what, arguments.value())
         })
     }
 }
@@ -82,7 +82,7 @@ pub(super) fn client_services(
     keys: Option<&Arc<crate::config::StateKeys>>,
     ctx: &RequestContext<RoleServer>,
     what: &str,
-    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    arguments: &Arguments,
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<(Arc<dyn ClientServices>, Option<Replay>), McpError> {
@@ -112,19 +112,15 @@ pub(super) fn replay_answers(
     keys: Option<&Arc<crate::config::StateKeys>>,
     caller: Option<&Caller>,
     what: &str,
-    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    arguments: &Arguments,
     state: Option<&str>,
     responses: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Result<Replay, McpError> {
     let mut replay = Replay {
         keys: keys.cloned(),
-        bound: (
-            caller.map(Caller::key),
-            what.to_owned(),
-            // The one copy a call makes of its arguments, for a digest
-            // made only if a state is checked or signed.
-            serde_json::Value::Object(arguments.cloned().unwrap_or_default()),
-        ),
+        // The arguments shared, for a digest made only if a state is
+        // checked or signed.
+        bound: (caller.map(Caller::key), what.to_owned(), arguments.clone()),
         digest: std::sync::OnceLock::new(),
         answers: std::collections::BTreeMap::new(),
     };

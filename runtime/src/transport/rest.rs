@@ -240,7 +240,7 @@ impl RestEndpoint {
             .dispatcher
             .call(
                 name,
-                Some(parameters),
+                parameters.into(),
                 CallContext {
                     events: None,
                     cancel: &self.cancel,

@@ -194,7 +194,7 @@ async fn measure(plan: &NativePlan, ways: &[Way]) -> anyhow::Result<Runs> {
             .dispatcher
             .call(
                 &op.name,
-                Some(op.arguments.clone()),
+                op.arguments.clone().into(),
                 CallContext {
                     events: None,
                     cancel: &cancel,
