@@ -1,56 +1,19 @@
 //! Dispatch at its boundary, case by case: a config, a tool, its arguments,
 //! and what the caller gets back, through `Host::load` and
-//! `Dispatcher::call` with the test guests (`tests/run` builds them into
-//! `target/wasm32-wasip2/debug` before `cargo test`; `TOOLCAGE_GUESTS`
-//! names another folder).
-//!
-//! A case that needs a guest that was not built fails and says how to
-//! build it: it never passes by skipping.
+//! `Dispatcher::call` with the test guests (see `common`).
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolcage::config::Config;
 use toolcage::dispatch::{CallContext, DispatchError};
 use toolcage::journal::ClientId;
-use toolcage::{Host, Options};
-
-fn guests() -> PathBuf {
-    match std::env::var_os("TOOLCAGE_GUESTS") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/debug"),
-    }
-}
 
 /// Load `guest` under `config` and call `tool` with `arguments`; the
 /// outcome in one line: `ok: <structured or text>`, `error: <text>`, or
 /// `unknown tool <name>`.
 async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String {
-    let component = guests().join(format!("{guest}.wasm"));
-    assert!(
-        component.is_file(),
-        "`{}` is missing: build the test guests first (`tests/run` does, or \
-         `cargo build --target wasm32-wasip2 -p {}`)",
-        component.display(),
-        guest.replace('_', "-"),
-    );
-    let dir = tempdir();
-    let tools = dir.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools folder");
-    std::fs::copy(&component, tools.join(format!("{guest}.wasm"))).expect("copy the guest");
-    let config = Config::parse(config, &dir.join("config.toml")).expect("a valid config");
-    let host = Host::load(Options {
-        tools_dir: tools,
-        // Shared by the cases, so each guest compiles once.
-        cache_dir: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache")),
-        config,
-        cli_grants: Vec::new(),
-        fuel_metering: true,
-        spill: None,
-    })
-    .await
-    .expect("the host loads");
+    let (host, dir) = common::load(guest, config).await;
     let cancel = CancellationToken::new();
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object");
@@ -97,18 +60,6 @@ async fn call(config: &str, guest: &str, tool: &str, arguments: Value) -> String
             }
         }
     }
-}
-
-fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "toolcage-dispatch-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// `call(config, guest, tool, arguments)` starts with `expect`.

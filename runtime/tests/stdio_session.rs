@@ -4,27 +4,19 @@
 //! `notifications/initialized` would hand the calls after it to rmcp,
 //! whose pool keys answers by id alone.
 //!
-//! Uses the `misbehave` test guest (`tests/run` builds it into
-//! `target/wasm32-wasip2/debug`; `TOOLCAGE_GUESTS` names another folder).
+//! Uses the `misbehave` test guest (see `common`).
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use toolcage::config::{Config, StdioLimits};
+use toolcage::config::StdioLimits;
 use toolcage::protocol::{McpServer, SessionCalls};
 use toolcage::transport::stdio::{Admission, LineTransport};
-use toolcage::{Host, Options};
-
-fn guests() -> PathBuf {
-    match std::env::var_os("TOOLCAGE_GUESTS") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/debug"),
-    }
-}
 
 /// How long the session is held closed after rmcp's handshake, and how long
 /// the second call takes: the first call's cancellation ends it within
@@ -34,33 +26,7 @@ const SECOND_CALL_MS: u64 = 500;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_read_before_the_session_opens_is_run_beside_rmcp() {
-    let component = guests().join("misbehave.wasm");
-    assert!(
-        component.is_file(),
-        "`{}` is missing: build the test guests first (`tests/run` does, or \
-         `cargo build --target wasm32-wasip2 -p misbehave`)",
-        component.display(),
-    );
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("toolcage-stdio-session-{}", std::process::id()));
-    let tools = dir.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools folder");
-    std::fs::copy(&component, tools.join("misbehave.wasm")).expect("copy the guest");
-    let config = Config::parse(
-        "[tools.slow]\ndeadline_ms = 60000\n",
-        &dir.join("config.toml"),
-    )
-    .expect("a valid config");
-    let host = Host::load(Options {
-        tools_dir: tools,
-        cache_dir: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache")),
-        config,
-        cli_grants: Vec::new(),
-        fuel_metering: true,
-        spill: None,
-    })
-    .await
-    .expect("the host loads");
+    let (host, dir) = common::load("misbehave", "[tools.slow]\ndeadline_ms = 60000\n").await;
 
     // As `transport::stdio::serve` wires them, over an in-memory pipe.
     let server = McpServer::new(
