@@ -384,8 +384,13 @@ impl ServerHandler for McpServer {
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &format!("prompt:{}", request.name),
-            // A copy: a prompt's arguments go on as a map of their own.
-            &crate::call::Arguments::new(request.arguments.clone()),
+            // A copy (a prompt's arguments go on as a map of their own),
+            // made only where the replay binds them: on 2026-07-28.
+            &crate::call::Arguments::new(if is_stateless(&ctx) {
+                request.arguments.clone()
+            } else {
+                None
+            }),
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
