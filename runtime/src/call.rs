@@ -17,9 +17,9 @@ use crate::grants::network::NetRecord;
 // --- Arguments ----------------------------------------------------------------
 
 /// A call's arguments: a JSON object, parsed once and shared, not copied,
-/// by everything that reads them during the call (the dispatcher's checks,
-/// the journal, and a 2026-07-28 request's replay, which binds its signed
-/// state to them). A deep copy each was a second (and, for arguments
+/// by everything that reads them during the call or prompt (the
+/// dispatcher's checks, the journal, and a 2026-07-28 request's replay,
+/// which binds its signed state to them). A deep copy each was a second (and, for arguments
 /// checked on the blocking pool, a third) copy of every byte a client
 /// sent.
 #[derive(Debug, Clone)]

@@ -8,14 +8,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::record::audit;
 use super::{Dispatcher, ServeError, acquire_or_cancel};
 use crate::call::{
-    CallFailure, ClientServices, Completion, CompletionRequest, CompletionTarget, PromptOutput,
-    ResourceContent,
+    Arguments, CallFailure, ClientServices, Completion, CompletionRequest, CompletionTarget,
+    PromptOutput, ResourceContent,
 };
 
 impl Dispatcher {
@@ -94,7 +93,7 @@ impl Dispatcher {
     pub async fn get_prompt(
         &self,
         name: &str,
-        arguments: Option<Map<String, Value>>,
+        arguments: &Arguments,
         services: Option<Arc<dyn ClientServices>>,
         cancel: &CancellationToken,
     ) -> Result<PromptOutput, ServeError> {
@@ -108,11 +107,10 @@ impl Dispatcher {
         let Some((descriptor, component)) = served else {
             return Err(ServeError::UnknownPrompt(name.to_owned()));
         };
-        let arguments = arguments.unwrap_or_default();
         if let Some(missing) = descriptor
             .arguments
             .iter()
-            .find(|a| a.required && !arguments.contains_key(&a.name))
+            .find(|a| a.required && arguments.value().get(&a.name).is_none())
         {
             return Err(ServeError::MissingArgument {
                 prompt: name.to_owned(),
@@ -125,7 +123,7 @@ impl Dispatcher {
             return Err(ServeError::Failed(format!("prompt `{name}` was cancelled")));
         };
         let started = Instant::now();
-        let arguments = Value::Object(arguments).to_string();
+        let arguments = crate::json::value_text(arguments.value());
         let (sandbox, component_in, owned_name, cancel_in) = (
             Arc::clone(&self.sandbox),
             Arc::clone(&component),

@@ -380,24 +380,19 @@ impl ServerHandler for McpServer {
     ) -> Result<GetPromptResponse, McpError> {
         // A prompt may ask the user as a call may; its questions are bound
         // to the prompt and its arguments as a call's are.
+        let arguments = crate::call::Arguments::new(request.arguments.take());
         let (services, replay) = client_services(
             self.dispatcher.config().state_keys.as_ref(),
             &ctx,
             &format!("prompt:{}", request.name),
-            // A copy (a prompt's arguments go on as a map of their own),
-            // made only where the replay binds them: on 2026-07-28.
-            &crate::call::Arguments::new(if is_stateless(&ctx) {
-                request.arguments.clone()
-            } else {
-                None
-            }),
+            &arguments,
             request.request_state.as_deref(),
             request.input_responses.take(),
         )?;
         // Boxed, as in `read_resource`.
         match Box::pin(self.dispatcher.get_prompt(
             &request.name,
-            request.arguments,
+            &arguments,
             Some(services),
             &ctx.ct,
         ))
