@@ -16,12 +16,15 @@
 //! an arena's memory as it reserves it, and keeps freed pages for a second
 //! before returning them, which left the idle server with the bundled
 //! tools at 43–59 MiB (glibc: 31–35). [`configure`] makes arenas commit as
-//! they are used and free pages go back at once while the server starts;
-//! once it serves ([`serving`]), after [`PURGE_DELAY_MS`]. Giving them back
-//! at once cost every page a call reused an `madvise`, a TLB flush on the
-//! other CPU and a page fault to get it back: 16% of the server's time in
-//! a 1,000-entry listing and 2.5 µs of an HTTP call's CPU; a delay from the
-//! start left 2 MiB more in the idle server (docs/benchmarks.md, round
+//! they are used and free pages go back at once while the server starts
+//! (a thread's, when that thread next calls the allocator: a blocking
+//! thread that loaded a component gives its back at once with
+//! [`give_back_own`], and [`give_back`] takes the rest when serving
+//! starts); once it serves ([`serving`]), after [`PURGE_DELAY_MS`].
+//! Giving them back at once cost every page a call reused an `madvise`, a
+//! TLB flush on the other CPU and a page fault to get it back: 16% of the
+//! server's time in a 1,000-entry listing and 2.5 µs of an HTTP call's
+//! CPU; a delay from the start left 2 MiB more in the idle server (docs/benchmarks.md, round
 //! nineteen). mimalloc returns pages whose delay has passed only when it
 //! is called again, so a server that stops would keep them; the epoch
 //! ticker calls [`give_back`] once calls stop (`sandbox::epoch`). The
@@ -130,6 +133,17 @@ pub fn give_back() {
         mi_thread_init();
         mi_collect(true);
     }
+}
+
+/// Give back what this thread freed, now: for a thread that has just
+/// freed a burst of memory and may not allocate again for a while (a
+/// blocking thread after loading a component). mimalloc returns a
+/// thread's free pages only when that thread next calls it; a forced
+/// collection ([`give_back`]) would also walk every other thread's and
+/// cost more.
+pub fn give_back_own() {
+    // SAFETY: a plain C call on this thread's own heap.
+    unsafe { mi_collect(false) };
 }
 
 /// Whether [`configure`] applied, for the log.

@@ -302,8 +302,10 @@ impl Host {
     /// Stdio: the client closed the connection before starting a session,
     /// or the transport failed.
     pub async fn serve(self: &Arc<Self>, transport: Transport) -> anyhow::Result<()> {
-        // Start-up's memory went back as it was freed; from here freed
-        // pages wait a moment, as calls reuse them.
+        // What start-up freed goes back now (each file's load gave back
+        // its own thread's; this takes what was freed across threads);
+        // from here freed pages wait a moment, as calls reuse them.
+        crate::alloc::give_back();
         crate::alloc::serving();
         let _watch = self.watch();
         let served = match transport {
