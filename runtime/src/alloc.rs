@@ -24,11 +24,11 @@
 //! Giving them back at once cost every page a call reused an `madvise`, a
 //! TLB flush on the other CPU and a page fault to get it back: 16% of the
 //! server's time in a 1,000-entry listing and 2.5 µs of an HTTP call's
-//! CPU; a delay from the start left 2 MiB more in the idle server (docs/benchmarks.md, round
-//! nineteen). mimalloc returns pages whose delay has passed only when it
-//! is called again, so a server that stops would keep them; the epoch
-//! ticker calls [`give_back`] once calls stop (`sandbox::epoch`). The
-//! first arena is reserved before `main` runs, so
+//! CPU; a delay from the start left 2 MiB more in the idle server
+//! (docs/benchmarks.md, round nineteen). mimalloc returns pages whose
+//! delay has passed only when it is called again, so a server that stops
+//! would keep them; the epoch ticker calls [`give_back`] once calls stop
+//! (`sandbox::epoch`). The first arena is reserved before `main` runs, so
 //! [`use_allocator!`] also runs [`configure`] from the ELF start-up list
 //! ahead of mimalloc's own start-up. Options set in the environment
 //! (`MIMALLOC_PURGE_DELAY`, …) still win: these are defaults.
