@@ -319,8 +319,8 @@ async fn compile_and_describe(
             // What the load freed on this thread goes back now: the
             // allocator returns a thread's free pages only when that
             // thread next calls it, and a blocking thread may idle until
-            // it exits. 100 components loaded: 41.5 MiB of heap 2 s after
-            // start without this, 34.7 with it, about 0.1 MiB a component
+            // it exits. 100 components loaded: 40.5 MiB of heap 2 s after
+            // start without this, 33.9 with it, about 0.1 MiB a component
             // in use (docs/benchmarks.md, round twenty-one).
             crate::alloc::give_back_own();
             loaded
