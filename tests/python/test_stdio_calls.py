@@ -3,11 +3,16 @@ loop (`protocol::session`): what rmcp's loop did around a call must still
 happen. A call in flight when the client closes stdin is answered before
 the server exits; one still running after the drain does not keep it up; a
 cancelled call is never answered, and its id can be used again; a
-`roots/list_changed` sent just before a call is seen by that call."""
+`roots/list_changed` sent just before a call is seen by that call; a reply
+larger than a default pipe goes out without waiting for the client to read."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import select
+import termios
+import time
 
 from conftest import RawServer, call_request, raw_text, read_journal
 
@@ -113,5 +118,38 @@ def test_a_call_sent_right_after_roots_list_changed_runs_on_the_new_roots(setup,
     assert raw_text(reply["result"]) == "in new", reply
     refused = raw.call("read_text_file", {"path": str(old / "note.txt")})
     assert refused.get("isError"), refused
+    raw.close()
+    assert raw.proc.returncode == 0, setup.stderr()[-2000:]
+
+
+def test_a_large_reply_goes_into_the_pipe_without_waiting_for_the_client(setup, tmp_path):
+    """The server grows its stdio pipes (`transport::stdio::PIPE_BYTES`), so
+    a reply past Linux's default 64 KiB is written whole while the client
+    has not read yet, instead of a pipe's worth per wake-up of the client."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    text = "".join(f"line {n:06} of a file larger than the default pipe\n" for n in range(3000))
+    (folder / "big.txt").write_text(text)
+    setup.add("fs")
+    setup.write_config(f'[defaults]\nroots = [{{ path = "{folder}", mode = "ro" }}]\n')
+    raw = RawServer(setup)
+    raw.initialize()
+    for pipe in (raw.proc.stdin, raw.proc.stdout):
+        assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) >= 256 * 1024
+
+    raw.send(call_request(1, "read_text_file", {"path": str(folder / "big.txt")}))
+    # Wait, without reading, until the reply has stopped growing in the pipe.
+    stdout = raw.proc.stdout.fileno()
+    assert select.select([stdout], [], [], 30)[0], "no reply within 30 s"
+    queued, deadline = -1, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = int.from_bytes(fcntl.ioctl(stdout, termios.FIONREAD, b"\0" * 4), "little")
+        if now == queued:
+            break
+        queued = now
+    assert queued > 64 * 1024 + len(text) // 2, queued
+    reply = raw.read_response(1)
+    assert reply["result"]["content"][0]["text"] == text
     raw.close()
     assert raw.proc.returncode == 0, setup.stderr()[-2000:]

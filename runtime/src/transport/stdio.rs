@@ -452,12 +452,44 @@ async fn send(
     written
 }
 
+/// The capacity the server asks of its stdin and stdout pipes (Linux makes
+/// a pipe 64 KiB). A reply larger than the pipe is written a pipe's worth at
+/// a time, each piece waiting for the client to read the last, so a reply of
+/// a few hundred KiB costs several wake-ups of each side where a larger pipe
+/// takes it in one write (a 1,000-entry listing's reply is about 170 KB;
+/// docs/benchmarks.md, round twenty-two). The kernel gives a pipe its pages
+/// only as they fill, so an idle pipe costs nothing more. An unprivileged
+/// process cannot go past `/proc/sys/fs/pipe-max-size` (1 MiB by default),
+/// and once one user's pipes together pass `pipe-user-pages-soft` (64 MiB
+/// by default) that user's new pipes are made small, so this stays a
+/// fraction of both.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// Ask for [`PIPE_BYTES`] of capacity on `pipe` unless it has that much.
+/// Best effort: a pipe left at its size works the same, only slower for
+/// large messages.
+fn grow_pipe(pipe: &impl std::os::fd::AsFd) {
+    #[cfg(target_os = "linux")]
+    {
+        let size = rustix::pipe::fcntl_getpipe_size(pipe).unwrap_or(0);
+        if size < PIPE_BYTES
+            && let Err(error) = rustix::pipe::fcntl_setpipe_size(pipe, PIPE_BYTES)
+        {
+            tracing::debug!(%error, size, "cannot grow a stdio pipe; it stays as it is");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
+}
+
 /// Stdin as a non-blocking pipe, if it is a pipe.
 fn pipe_reader() -> Option<tokio::net::unix::pipe::Receiver> {
     use std::os::fd::AsFd as _;
-    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let file = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
     // Fails (and we fall back) unless it is a FIFO open for reading.
-    tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(fd)).ok()
+    let receiver = tokio::net::unix::pipe::Receiver::from_file(file).ok()?;
+    grow_pipe(&receiver);
+    Some(receiver)
 }
 
 /// Stdout as a non-blocking pipe, if it is a pipe that is not also stderr
@@ -472,7 +504,9 @@ fn pipe_writer() -> Option<tokio::net::unix::pipe::Sender> {
     if (out_meta.dev(), out_meta.ino()) == (err_meta.dev(), err_meta.ino()) {
         return None;
     }
-    tokio::net::unix::pipe::Sender::from_file(out).ok()
+    let sender = tokio::net::unix::pipe::Sender::from_file(out).ok()?;
+    grow_pipe(&sender);
+    Some(sender)
 }
 
 enum LineRead {
