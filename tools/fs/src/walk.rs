@@ -1,14 +1,13 @@
 //! Reading directories: one level (listings), or recursively (tree, search),
 //! with the reference server's exclude-pattern rules and bounded output.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
 use toolcage_guest::JsonSchema;
 
-use crate::util::{io_error, keyed_order, lowercase};
+use crate::util::{io_error, sort_by_name};
 
 /// The most entries a listing, tree or search returns.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -89,23 +88,7 @@ pub fn list(path: &Path, limit: usize) -> Result<Listing, String> {
             io_error("list", path, &e)
         }
     })?;
-    // `name_order`, each lowercase key built once, and kept only where it
-    // differs from the name (`lowercase`). Names in one folder differ, so
-    // the order is total and an unstable sort gives the same result as a
-    // stable one.
-    let mut keyed: Vec<(Option<String>, Entry)> = entries
-        .into_iter()
-        .map(|e| match lowercase(&e.name) {
-            Cow::Borrowed(_) => (None, e),
-            Cow::Owned(key) => (Some(key), e),
-        })
-        .collect();
-    keyed.sort_unstable_by(|(ka, a), (kb, b)| {
-        let ka = ka.as_deref().unwrap_or(&a.name);
-        let kb = kb.as_deref().unwrap_or(&b.name);
-        keyed_order(ka, &a.name, kb, &b.name)
-    });
-    let entries = keyed.into_iter().map(|(_, e)| e).collect();
+    let entries = sort_by_name(entries, |e| e.name.as_str());
     Ok(Listing {
         entries,
         omitted,
