@@ -110,7 +110,7 @@ pub fn keyed_order(key_a: &str, a: &str, key_b: &str, b: &str) -> Ordering {
 /// whole rule. A key cannot hold a zero byte (names cannot), so the padding
 /// orders a key that ends within the eight bytes before any key it is a
 /// prefix of, as `cmp` does. A 1,000-entry listing whose names share 24
-/// bytes: 5,436,840 units of fuel before, 3,974,966 after
+/// bytes: 5,436,840 units of fuel before, 3,974,396 after
 /// (docs/benchmarks.md, round twenty-two).
 pub fn sort_by_name<T>(items: Vec<T>, name: impl Fn(&T) -> &str) -> Vec<T> {
     if items.len() <= FEW_NAMES {
