@@ -293,7 +293,8 @@ mod tests {
         // Sets of names sharing prefixes of every length around the eight
         // bytes compared at once, in both cases, with letters whose
         // lowercase is longer or shorter than they are, and names that are
-        // prefixes of others; each sorted both ways from a shuffled order.
+        // prefixes of others; each set shuffled, then sorted by `sort_by_name`
+        // and by `name_order`.
         let stems = [
             "",
             "a",
@@ -350,7 +351,7 @@ mod tests {
                 for i in (1..names.len()).rev() {
                     names.swap(i, (next() % (i as u64 + 1)) as usize);
                 }
-                // Both ways of sorting: a few names, and more.
+                // Both of `sort_by_name`'s paths: a few names, and more.
                 for n in [0, 1, 2, 7, FEW_NAMES, FEW_NAMES + 1, 100, names.len()] {
                     let some = names[..n].to_vec();
                     let mut expected = some.clone();
