@@ -428,6 +428,52 @@ def test_requests_the_direct_path_does_not_take_get_rmcps_answers(setup):
         server.stop()
 
 
+def test_hosts_of_every_shape_are_judged_as_rmcp_judges_them(setup):
+    """The direct path reads a plain `Host` (a name or an IPv4 address,
+    perhaps a port) in place and parses every other shape in full. Each
+    `Host` here gets the same status whichever path answers, and the
+    allowed ones, in any case and with or without a port, are answered
+    directly."""
+    setup.add("time")
+    setup.write_config('[http]\nmetrics = "open"\n')
+    server = HttpServer(setup)
+    port = server.port
+    ok = json.dumps(call_body()).encode()
+    base = [
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "get_current_time"),
+    ]
+    plain_accept = ("Accept", "application/json, text/event-stream")
+    weighted_accept = ("Accept", BY_RMCP["Accept"])
+    allowed = [f"127.0.0.1:{port}", f"LOCALHOST:{port}", "localhost", f"[::1]:{port}", "127.0.0.1:1"]
+    refused = [
+        "evil.example",
+        f"evil.example:{port}",
+        f"127.0.0.1.evil.example:{port}",
+        f"localhost.:{port}",
+        "127.0.0.2",
+        f"[::2]:{port}",
+    ]
+    odd = [f"user@127.0.0.1:{port}", f"127.0.0.1:{port}x", "127.0.0.1:99999", "127.0.0.1:", f"127.0.0.1:0{port}", ":80", "[::1"]
+    try:
+        for host in allowed + refused + odd:
+            before = _answered_by(server.url)
+            direct = _raw_post(port, ok, [("Host", host), plain_accept] + base)
+            middle = _answered_by(server.url)
+            by_rmcp = _raw_post(port, ok, [("Host", host), weighted_accept] + base)
+            assert direct[0] == by_rmcp[0], (host, direct, by_rmcp)
+            if host in allowed:
+                assert direct[0] == 200, (host, direct)
+                assert middle["direct"] == before["direct"] + 1, (host, before, middle)
+            if host in refused:
+                assert direct[0] == 403, (host, direct)
+                assert middle == {"direct": before["direct"], "rmcp": before["rmcp"] + 1}, (host, before, middle)
+    finally:
+        server.stop()
+
+
 def test_mutated_requests_get_the_same_answer_from_either_path(setup):
     """Randomly mutated calls (seeded, so a failure replays): wrong types in
     `_meta`, ids, names and arguments, extra params, other hosts, content

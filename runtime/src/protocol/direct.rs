@@ -23,7 +23,8 @@
 //! malformed request never gets a different error here than it would
 //! there: it never gets an answer from here at all.
 
-use http::{HeaderMap, StatusCode};
+use http::header::AsHeaderName;
+use http::{HeaderMap, HeaderName, StatusCode};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, Implementation,
@@ -43,6 +44,12 @@ use crate::services::{self, ReplayServices};
 /// The one revision this path answers.
 const REVISION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
+/// The headers this path reads, made once: a name given as text is
+/// parsed and checked again at every lookup.
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
+
 /// A `tools/call` this path answers (see [`McpServer::direct_call`]).
 pub struct DirectCall {
     id: RequestId,
@@ -59,9 +66,9 @@ impl McpServer {
     /// its own to check (the method is `POST`, the `Host` and `Origin` are
     /// allowed, no session is named, the body is within its limits).
     pub fn direct_call(&self, headers: &HeaderMap, body: &[u8]) -> Option<DirectCall> {
-        if single(headers, "mcp-protocol-version")? != REVISION.as_str()
-            || single(headers, "mcp-method")? != "tools/call"
-            || !is_json(single(headers, http::header::CONTENT_TYPE.as_str())?)
+        if single(headers, &PROTOCOL_VERSION)? != REVISION.as_str()
+            || single(headers, &METHOD)? != "tools/call"
+            || !is_json(single(headers, http::header::CONTENT_TYPE)?)
             || !accepts_json_and_events(headers)?
         {
             return None;
@@ -76,7 +83,7 @@ impl McpServer {
         let meta = call.extensions.remove::<RequestMetaObject>()?;
         let params = call.params;
         // `Mcp-Name` in its plain form only: the Base64 form is rmcp's to decode.
-        let name = single(headers, "mcp-name")?;
+        let name = single(headers, &NAME)?;
         if name.starts_with("=?") || name != params.name {
             return None;
         }
@@ -84,8 +91,10 @@ impl McpServer {
         // The journal names the client; rmcp's fallback for a missing
         // `clientInfo` is its own to make.
         let info = meta.client_info()?;
+        // The keys rmcp requires of this revision (`missing_required_keys`)
+        // are the protocol version and the capabilities, both read above
+        // and here: a request without either has already left this path.
         if meta.protocol_version()? != REVISION
-            || !meta.missing_required_keys(&REVISION).is_empty()
             // Notifications need rmcp's event stream; tasks its task path.
             || meta.get_progress_token().is_some()
             || meta.log_level().is_some()
@@ -230,7 +239,7 @@ fn error_status(code: ErrorCode) -> StatusCode {
 }
 
 /// The value of header `name` when it appears exactly once, as text.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn single(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     let mut values = headers.get_all(name).iter();
     let value = values.next()?;
     if values.next().is_some() {

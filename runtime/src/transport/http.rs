@@ -465,13 +465,8 @@ impl McpEndpoint {
             }
             Ok(Ok(collected)) => collected.to_bytes(),
         };
-        let message = if parts.method == hyper::Method::POST {
-            Message::of(&body)
-        } else {
-            Message::default()
-        };
         let Some(permit) = permit else {
-            if message.request {
+            if Message::of_request(&parts, &body).request {
                 return self.too_many_requests();
             }
             // An answer or a notification: rmcp takes it at once (202).
@@ -498,7 +493,6 @@ impl McpEndpoint {
             _permit: permit,
             _budget: budget,
         };
-        let streams = message.request && message.method.as_deref() != Some("subscriptions/listen");
         if self.may_answer_directly(&parts)
             && let Some(call) = self.direct.direct_call(&parts.headers, &body)
         {
@@ -517,6 +511,9 @@ impl McpEndpoint {
             );
             return admission.hold(response);
         }
+        // Read only here: a call answered directly has been parsed whole.
+        let message = Message::of_request(&parts, &body);
+        let streams = message.request && message.method.as_deref() != Some("subscriptions/listen");
         let response = self.to_rmcp(parts, body, Some(&message)).await;
         if streams {
             admission.hold(response)
@@ -617,6 +614,14 @@ impl McpEndpoint {
         let (Some(host), None) = (hosts.next(), hosts.next()) else {
             return false;
         };
+        // The usual `Host` (a name or an IPv4 address, perhaps a port) is
+        // read in place; any other shape is parsed as rmcp parses it.
+        if let Some((name, port)) = plain_host(host.as_bytes()) {
+            return self
+                .direct_hosts
+                .iter()
+                .any(|allowed| allowed.admits(name, port));
+        }
         let Some(host) = host
             .to_str()
             .ok()
@@ -625,9 +630,9 @@ impl McpEndpoint {
         else {
             return false;
         };
-        self.direct_hosts.iter().any(|allowed| {
-            allowed.host == host.host && allowed.port.is_none_or(|port| host.port == Some(port))
-        })
+        self.direct_hosts
+            .iter()
+            .any(|allowed| allowed.admits(host.host.as_bytes(), host.port))
     }
 
     /// Whether `owner` may use `session` (a session nobody is recorded
@@ -714,6 +719,16 @@ struct Message {
 }
 
 impl Message {
+    /// What the body of a request with `parts` is: a POST's is read; any
+    /// other request's body is not a message.
+    fn of_request(parts: &http::request::Parts, body: &[u8]) -> Message {
+        if parts.method == hyper::Method::POST {
+            Message::of(body)
+        } else {
+            Message::default()
+        }
+    }
+
     fn of(body: &[u8]) -> Message {
         /// Only the method and whether there is an id; the rest is skipped.
         #[derive(serde::Deserialize)]
@@ -808,6 +823,13 @@ impl Authority {
         }
     }
 
+    /// Whether a request's `Host` of `name` (in any case) and `port` is
+    /// this entry's.
+    fn admits(&self, name: &[u8], port: Option<u16>) -> bool {
+        self.host.as_bytes().eq_ignore_ascii_case(name)
+            && self.port.is_none_or(|allowed| port == Some(allowed))
+    }
+
     /// An `allowed_hosts` entry: an authority, or else a bare host (`::1`).
     fn allowed(entry: &str) -> Option<Self> {
         let entry = entry.trim();
@@ -819,6 +841,39 @@ impl Authority {
             Err(_) => Authority::new(entry, None),
         })
     }
+}
+
+/// A `Host` value of the plain shape `NAME` or `NAME:PORT`, where NAME is
+/// letters, digits, `.` and `-` and PORT a number that fits in 16 bits: its
+/// name and port, as `http`'s `Authority` reads them, without the two
+/// copies that parse makes. `None` for any other shape (brackets, user
+/// information, an empty or oversized port), which is then parsed in full.
+fn plain_host(value: &[u8]) -> Option<(&[u8], Option<u16>)> {
+    let (name, port) = match value.iter().position(|&b| b == b':') {
+        Some(colon) => (&value[..colon], Some(&value[colon + 1..])),
+        None => (value, None),
+    };
+    if name.is_empty()
+        || !name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+    {
+        return None;
+    }
+    let port = match port {
+        None => None,
+        Some(digits) => {
+            if digits.is_empty() || digits.len() > 5 || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            // Five digits or fewer: no overflow of a u32.
+            let number = digits
+                .iter()
+                .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+            Some(u16::try_from(number).ok()?)
+        }
+    };
+    Some((name, port))
 }
 
 /// One `initialize` in progress (see [`McpEndpoint::session_slot`]).
@@ -833,6 +888,89 @@ impl Drop for InitializingGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-place reading of a `Host` agrees with `http`'s parse (what
+    /// rmcp compares) wherever it answers, and answers for the usual shapes.
+    #[test]
+    fn plain_hosts_read_as_http_reads_them() {
+        let names = [
+            "localhost",
+            "LocalHost",
+            "127.0.0.1",
+            "example.com",
+            "a-b.c",
+            "x",
+            "-",
+            ".",
+            "1",
+            "",
+            "a_b",
+            "a b",
+            "[::1]",
+            "::1",
+            "user@host",
+            "h\u{e9}",
+            "a/b",
+            "a?b",
+            "a#b",
+            "%41",
+        ];
+        let ports = [
+            None,
+            Some(""),
+            Some("0"),
+            Some("80"),
+            Some("08080"),
+            Some("65535"),
+            Some("65536"),
+            Some("99999"),
+            Some("123456"),
+            Some("-1"),
+            Some("+1"),
+            Some("8a"),
+            Some(":80"),
+            Some("80:80"),
+            Some(" 80"),
+        ];
+        let mut answered = 0;
+        for name in names {
+            for port in ports {
+                let value = match port {
+                    Some(port) => format!("{name}:{port}"),
+                    None => name.to_owned(),
+                };
+                let Some((host, port)) = plain_host(value.as_bytes()) else {
+                    continue;
+                };
+                answered += 1;
+                let parsed = hyper::http::uri::Authority::try_from(value.as_str())
+                    .unwrap_or_else(|e| panic!("`{value}` read in place, refused by http: {e}"));
+                let parsed = Authority::new(parsed.host(), parsed.port_u16());
+                assert_eq!(
+                    (String::from_utf8_lossy(host).to_ascii_lowercase(), port),
+                    (parsed.host, parsed.port),
+                    "`{value}`"
+                );
+            }
+        }
+        for usual in [
+            "localhost",
+            "127.0.0.1:8080",
+            "LOCALHOST:1",
+            "example.com:65535",
+        ] {
+            assert!(plain_host(usual.as_bytes()).is_some(), "{usual}");
+        }
+        assert!(answered > 20, "{answered}");
+        let allowed = Authority::allowed("localhost:8080").expect("entry");
+        assert!(allowed.admits(b"LOCALHOST", Some(8080)));
+        assert!(!allowed.admits(b"localhost", Some(8081)));
+        assert!(!allowed.admits(b"localhost", None));
+        let any_port = Authority::allowed("127.0.0.1").expect("entry");
+        assert!(any_port.admits(b"127.0.0.1", None));
+        assert!(any_port.admits(b"127.0.0.1", Some(1)));
+        assert!(!any_port.admits(b"127.0.0.2", Some(1)));
+    }
 
     #[test]
     fn public_binds_need_a_token() {
