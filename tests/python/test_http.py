@@ -369,15 +369,20 @@ def test_plain_modern_calls_are_answered_directly_exactly_as_rmcp_answers_them(s
         srv.stop()
 
 
+def _metered_time_server(setup):
+    """A server of the time tool with `/metrics` open (to count which path
+    answered), its port, and the body of a plain call."""
+    setup.add("time")
+    setup.write_config('[http]\nmetrics = "open"\n')
+    server = HttpServer(setup)
+    return server, server.port, json.dumps(call_body()).encode()
+
+
 def test_requests_the_direct_path_does_not_take_get_rmcps_answers(setup):
     """Anything but a plain, well-formed 2026-07-28 `tools/call` goes to
     rmcp, which gives its own answer: each bad or unusual request here is
     answered by rmcp (as /metrics counts it), with rmcp's status."""
-    setup.add("time")
-    setup.write_config('[http]\nmetrics = "open"\n')
-    server = HttpServer(setup)
-    port = server.port
-    ok = json.dumps(call_body()).encode()
+    server, port, ok = _metered_time_server(setup)
     base = [
         ("Host", f"127.0.0.1:{port}"),
         ("Content-Type", "application/json"),
@@ -434,11 +439,7 @@ def test_hosts_of_every_shape_are_judged_as_rmcp_judges_them(setup):
     `Host` here gets the same status whichever path answers, and the
     allowed ones, in any case and with or without a port, are answered
     directly."""
-    setup.add("time")
-    setup.write_config('[http]\nmetrics = "open"\n')
-    server = HttpServer(setup)
-    port = server.port
-    ok = json.dumps(call_body()).encode()
+    server, port, ok = _metered_time_server(setup)
     base = [
         ("Content-Type", "application/json"),
         ("MCP-Protocol-Version", MODERN),
