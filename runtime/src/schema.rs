@@ -26,6 +26,11 @@
 //!   (`resume_unwind`, caught in [`Schema::problems`]) and the caller gets
 //!   [`BudgetExceeded`]. `$ref`s are rewritten to point through the
 //!   wrappers.
+//! - A schema that is a tree (no in-place applicator, no `$ref`, none of
+//!   [`NOT_A_TREE`]) is compiled a second time without the wrappers: its
+//!   steps are bounded by its size times the instance's
+//!   ([`Schema::problems_in`]), and where that bound fits the budget, the
+//!   meter could not stop it, so "valid" is taken from the unwrapped form.
 //!
 //! Recursion: the parsed schema nests at most 128 levels (serde_json's
 //! limit), so the walks here recurse at most that deep; validation recurses
@@ -97,7 +102,24 @@ pub fn budget_for(bytes: usize) -> u64 {
 /// A tool's schema, compiled under the limits above.
 pub struct Schema {
     validator: jsonschema::Validator,
+    /// The same schema compiled without the step wrappers, with how many
+    /// subschemas it has, when each of them is reached from the root one
+    /// way only (see [`Schema::problems_in`]).
+    unmetered: Option<(jsonschema::Validator, u64)>,
 }
+
+/// Keywords that apply a subschema to a value it did not reach by its own
+/// path, or to a value that is not part of the instance: a schema that
+/// names any of them (anywhere, even as a property name) is always checked
+/// under the meter.
+const NOT_A_TREE: [&str; 6] = [
+    "$ref",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+    "contentMediaType",
+    "contentEncoding",
+];
 
 impl std::fmt::Debug for Schema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -118,18 +140,58 @@ impl Schema {
         let graph = Graph::of(&root)?;
         graph.check_depth()?;
         let wrapped = wrap(&root, &root);
-        let validator = jsonschema::options()
-            .should_validate_formats(false)
-            .with_pattern_options(
-                jsonschema::PatternOptions::regex()
-                    .size_limit(REGEX_SIZE_LIMIT)
-                    .dfa_size_limit(REGEX_SIZE_LIMIT * 16),
-            )
+        let validator = options()
             .with_keyword(STEP, |_, _, _| Ok(Box::new(StepKeyword)))
-            .with_keyword("pattern", compile_pattern)
             .build(&wrapped)
             .map_err(|error| error.to_string())?;
-        Ok(Schema { validator })
+        let tree = graph.in_place.iter().all(Vec::is_empty) && !names_any(&root, &NOT_A_TREE);
+        let unmetered = if tree {
+            let plain = options().build(&root).map_err(|error| error.to_string())?;
+            Some((plain, graph.in_place.len() as u64))
+        } else {
+            None
+        };
+        Ok(Schema {
+            validator,
+            unmetered,
+        })
+    }
+
+    /// [`Schema::problems`] for an instance of `bytes` bytes of JSON text,
+    /// under [`budget_for`] that size; without the meter where it cannot
+    /// run out.
+    ///
+    /// A schema with no in-place applicator, no `$ref` and none of
+    /// [`NOT_A_TREE`] is a tree whose every subschema is reached from the
+    /// root one way only, so each of its K subschemas is applied at most
+    /// once to each value and each member name of the instance. What one
+    /// application is charged (see [`cost`]) summed over all of them is at
+    /// most about 1.55 steps a byte of text (a value takes a byte, a member
+    /// four, a name or string 64 more for each step), so a check takes at
+    /// most K × (2 × bytes + 1) steps. Where that is within the budget, the
+    /// metered check could not run out and says what the check without
+    /// the wrappers says (`a_schema_without_in_place_applicators_takes_steps_linear_in_its_input`
+    /// holds the count to the validator as it runs). The unmetered check
+    /// answers only "valid"; anything else is checked and reported under
+    /// the meter, as before.
+    ///
+    /// # Errors
+    ///
+    /// The budget ran out.
+    pub fn problems_in(
+        &self,
+        instance: &Value,
+        bytes: usize,
+    ) -> Result<Option<String>, BudgetExceeded> {
+        let budget = budget_for(bytes);
+        if let Some((plain, subschemas)) = &self.unmetered
+            && subschemas.saturating_mul((bytes as u64).saturating_mul(2).saturating_add(1))
+                <= budget
+            && plain.is_valid(instance)
+        {
+            return Ok(None);
+        }
+        self.problems(instance, budget)
     }
 
     /// Every violation of the schema by `instance`, one per line as
@@ -211,6 +273,31 @@ fn cost(instance: &Value) -> u64 {
             members.len() as u64 + members.keys().map(|k| k.len() as u64 / 64).sum::<u64>()
         }
         _ => 0,
+    }
+}
+
+/// The validator's options for both compiled forms: formats are
+/// annotations, patterns the `regex` crate's under [`REGEX_SIZE_LIMIT`].
+fn options() -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options()
+        .should_validate_formats(false)
+        .with_pattern_options(
+            jsonschema::PatternOptions::regex()
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(REGEX_SIZE_LIMIT * 16),
+        )
+        .with_keyword("pattern", compile_pattern)
+}
+
+/// Whether any object in `value`, at any depth, has a key among `keys`.
+/// Recursion: the parsed schema nests at most 128 levels (module docs).
+fn names_any(value: &Value, keys: &[&str]) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| keys.contains(&key.as_str()) || names_any(value, keys)),
+        Value::Array(items) => items.iter().any(|item| names_any(item, keys)),
+        _ => false,
     }
 }
 
@@ -892,6 +979,244 @@ mod tests {
             check(&schema, json!({"x": strings}))
                 .expect("in budget")
                 .is_some()
+        );
+    }
+
+    /// A small random generator for the property test below (seeded, so a
+    /// failure replays).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            // xorshift64*
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A random schema with no in-place applicator and no `$ref`: each of
+    /// its subschemas is reached from the root one way only.
+    fn tree_schema(rng: &mut Rng, depth: u32) -> Value {
+        let mut schema = Map::new();
+        let keys = ["a", "b", "ab", "ba"];
+        let types = ["object", "array", "string", "number", "boolean", "null"];
+        for _ in 0..rng.below(4) {
+            match rng.below(if depth == 0 { 4 } else { 12 }) {
+                0 => {
+                    schema.insert("type".into(), json!(types[rng.below(6) as usize]));
+                }
+                1 => {
+                    schema.insert("minLength".into(), json!(rng.below(50)));
+                }
+                2 => {
+                    schema.insert(
+                        "pattern".into(),
+                        json!(["a", "^b", "a+b", "x$"][rng.below(4) as usize]),
+                    );
+                }
+                3 => {
+                    schema.insert("required".into(), json!([keys[rng.below(4) as usize]]));
+                }
+                4 => {
+                    let mut properties = Map::new();
+                    for _ in 0..1 + rng.below(3) {
+                        properties.insert(
+                            keys[rng.below(4) as usize].into(),
+                            tree_schema(rng, depth - 1),
+                        );
+                    }
+                    schema.insert("properties".into(), Value::Object(properties));
+                }
+                5 => {
+                    schema.insert("items".into(), tree_schema(rng, depth - 1));
+                }
+                6 => {
+                    let items = (0..1 + rng.below(3))
+                        .map(|_| tree_schema(rng, depth - 1))
+                        .collect();
+                    schema.insert("prefixItems".into(), Value::Array(items));
+                }
+                7 => {
+                    schema.insert("additionalProperties".into(), tree_schema(rng, depth - 1));
+                }
+                8 => {
+                    let mut patterns = Map::new();
+                    for pattern in ["a", "b", "^a"] {
+                        if rng.below(2) == 0 {
+                            patterns.insert(pattern.into(), tree_schema(rng, depth - 1));
+                        }
+                    }
+                    schema.insert("patternProperties".into(), Value::Object(patterns));
+                }
+                9 => {
+                    schema.insert("propertyNames".into(), tree_schema(rng, depth - 1));
+                }
+                10 => {
+                    schema.insert("contains".into(), tree_schema(rng, depth - 1));
+                }
+                _ => {
+                    schema.insert("uniqueItems".into(), json!(true));
+                }
+            }
+        }
+        Value::Object(schema)
+    }
+
+    /// A random instance whose member names the schemas above look at.
+    fn instance(rng: &mut Rng, depth: u32) -> Value {
+        let keys = ["a", "b", "ab", "ba", "c", &"a".repeat(100)];
+        match rng.below(if depth == 0 { 4 } else { 6 }) {
+            0 => json!(rng.below(1000)),
+            1 => json!(rng.below(2) == 0),
+            2 => Value::Null,
+            3 => {
+                let length = [0, 1, 5, 63, 64, 200, 1000][rng.below(7) as usize];
+                json!("ab".repeat(length / 2 + 1)[..length])
+            }
+            4 => Value::Array(
+                (0..rng.below(6))
+                    .map(|_| instance(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => Value::Object(
+                (0..rng.below(5))
+                    .map(|_| {
+                        (
+                            keys[rng.below(6) as usize].to_owned(),
+                            instance(rng, depth - 1),
+                        )
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Steps a validation of `instance` takes, by whichever pass `pass`
+    /// runs (the budget is the largest there is).
+    fn steps_taken(pass: impl FnOnce()) -> u64 {
+        let outer = STEPS.replace(u64::MAX);
+        pass();
+        u64::MAX - STEPS.replace(outer)
+    }
+
+    /// The bound the unmetered check rests on (`Schema::problems_in`): each
+    /// of a tree schema's K subschemas applies at most once to each value
+    /// and member name, so a check takes at most K × (2 × bytes + 1) steps,
+    /// `bytes` being the instance's JSON text. Held to the validator as it
+    /// runs, and the two ways of checking held to the same answers.
+    #[test]
+    fn a_schema_without_in_place_applicators_takes_steps_linear_in_its_input() {
+        let mut rng = Rng(0x5eed_0f5c_4e3a);
+        let mut largest = 0.0f64;
+        let (mut valid, mut invalid) = (0, 0);
+        for _ in 0..3000 {
+            let raw = tree_schema(&mut rng, 3);
+            let subschemas = Graph::of(&raw).expect("a valid schema").in_place.len() as u64;
+            let schema = compile(raw.clone()).expect("compiles");
+            let (plain, counted) = schema.unmetered.as_ref().expect("a tree schema");
+            assert_eq!(*counted, subschemas);
+            for _ in 0..5 {
+                let value = instance(&mut rng, 4);
+                let bytes = value.to_string().len();
+                let bound = subschemas * (2 * bytes as u64 + 1);
+                let mut metered = false;
+                let checked = steps_taken(|| metered = schema.validator.is_valid(&value));
+                assert!(checked <= bound, "{checked} > {bound}: {raw} on {value}");
+                largest = largest.max(checked as f64 / bound as f64);
+                assert_eq!(plain.is_valid(&value), metered, "{raw} on {value}");
+                assert_eq!(
+                    schema.problems_in(&value, bytes),
+                    schema.problems(&value, budget_for(bytes)),
+                    "{raw} on {value}"
+                );
+                if metered {
+                    valid += 1;
+                } else {
+                    invalid += 1;
+                }
+            }
+        }
+        assert!(
+            valid > 1000 && invalid > 1000,
+            "{valid} valid, {invalid} invalid"
+        );
+        // The bound is not loose by orders of magnitude: some checks come
+        // within a factor of four of it.
+        assert!(largest > 0.25, "{largest}");
+        // What the bound needs: with `$ref`s sharing a subschema, one
+        // subschema applies to one value many times, and the same count
+        // is far past it (2^12 applications of the last definition).
+        let mut defs = Map::new();
+        for level in 0..12 {
+            let next = format!("#/$defs/d{}", level + 1);
+            defs.insert(
+                format!("d{level}"),
+                json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert("d12".into(), json!({"type": "number"}));
+        let raw = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let subschemas = Graph::of(&raw).expect("a valid schema").in_place.len() as u64;
+        let schema = compile(raw).expect("compiles");
+        let checked = steps_taken(|| {
+            let _ = schema.validator.is_valid(&json!(0));
+        });
+        assert!(checked > 4096 && checked > subschemas * 3, "{checked}");
+    }
+
+    /// Which schemas are checked without the meter where it cannot run
+    /// out: only trees.
+    #[test]
+    fn only_tree_schemas_get_an_unmetered_check() {
+        let tree = json!({"type": "object", "properties": {"a": {"items": {"pattern": "x"}}}, "additionalProperties": false});
+        assert!(compile(tree).expect("compiles").unmetered.is_some());
+        for schema in [
+            json!({"allOf": [{"type": "object"}]}),
+            json!({"properties": {"a": {"anyOf": [{"type": "string"}, {"type": "number"}]}}}),
+            json!({"items": {"not": {"type": "null"}}}),
+            json!({"if": {"type": "object"}, "then": {"required": ["a"]}}),
+            json!({"dependentSchemas": {"a": {"required": ["b"]}}}),
+            json!({"dependencies": {"a": {"required": ["b"]}}}),
+            json!({"$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}}}),
+            json!({"unevaluatedProperties": false}),
+            json!({"items": {"unevaluatedItems": false}}),
+            json!({"contentMediaType": "application/json", "contentSchema": {"type": "object"}}),
+            // A property of that name is enough: the rule errs towards the meter.
+            json!({"properties": {"$ref": {"type": "string"}}}),
+        ] {
+            let compiled = compile(schema.clone()).expect("compiles");
+            assert!(compiled.unmetered.is_none(), "{schema}");
+        }
+    }
+
+    /// A tree schema whose bound does not fit its budget is checked under
+    /// the meter, which still runs out: 200 patterns each applied to every
+    /// member of 10,000 objects.
+    #[test]
+    fn a_tree_schema_past_its_bound_still_runs_out_of_steps() {
+        let patterns: Map<String, Value> =
+            (0..200).map(|i| (format!("^a|{i}"), json!({}))).collect();
+        let schema = compile(json!({"items": {"patternProperties": patterns}})).expect("compiles");
+        assert!(schema.unmetered.is_some());
+        let value = Value::Array((0..10_000).map(|_| json!({"a": 0})).collect());
+        let bytes = value.to_string().len();
+        assert_eq!(
+            schema.problems_in(&value, bytes),
+            Err(BudgetExceeded {
+                steps: budget_for(bytes)
+            })
+        );
+        // Small enough, the same schema is checked without it, and passes.
+        let value = json!([{"a": 0}]);
+        assert_eq!(
+            schema.problems_in(&value, value.to_string().len()),
+            Ok(None)
         );
     }
 }

@@ -33,22 +33,17 @@ pub(super) async fn validate_input(
     bytes: usize,
 ) -> Result<Option<String>, BudgetExceeded> {
     if bytes <= INLINE_CHECK_BYTES {
-        return spec
-            .input_validator
-            .problems(arguments.value(), budget_for(bytes));
+        return spec.input_validator.problems_in(arguments.value(), bytes);
     }
     // Shared with the blocking task, not copied.
     let (spec, arguments) = (Arc::clone(spec), arguments.clone());
-    tokio::task::spawn_blocking(move || {
-        spec.input_validator
-            .problems(arguments.value(), budget_for(bytes))
-    })
-    .await
-    // The check does not panic (running out of steps is an `Err`);
-    // a panic would be a bug, reported as a budget failure.
-    .unwrap_or(Err(BudgetExceeded {
-        steps: budget_for(bytes),
-    }))
+    tokio::task::spawn_blocking(move || spec.input_validator.problems_in(arguments.value(), bytes))
+        .await
+        // The check does not panic (running out of steps is an `Err`);
+        // a panic would be a bug, reported as a budget failure.
+        .unwrap_or(Err(BudgetExceeded {
+            steps: budget_for(bytes),
+        }))
 }
 
 /// Why a guest's structured output was refused.
@@ -74,7 +69,7 @@ fn parse_and_check(
         return Err(Refused::NotObject);
     }
     if check && let Some(schema) = &spec.output_validator {
-        match schema.problems(&value, budget_for(text.len())) {
+        match schema.problems_in(&value, text.len()) {
             Ok(None) => {}
             Ok(Some(problems)) => return Err(Refused::Schema(problems)),
             Err(exceeded) => return Err(Refused::Budget(exceeded)),
