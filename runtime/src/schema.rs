@@ -880,20 +880,27 @@ mod tests {
         assert!(check(&schema, json!({"e": -1})).expect("ok").is_some());
     }
 
+    /// `$defs` `d0` to `dN`, each applying the next twice with
+    /// `applicator`, and `dN` being `last`: 2^N applications of `last`.
+    fn doubling_refs(levels: usize, applicator: &str, last: Value) -> Map<String, Value> {
+        let mut defs = Map::new();
+        for level in 0..levels {
+            let next = format!("#/$defs/d{}", level + 1);
+            defs.insert(
+                format!("d{level}"),
+                json!({applicator: [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert(format!("d{levels}"), last);
+        defs
+    }
+
     #[test]
     fn exponential_schemas_run_out_of_steps() {
         // 2^20 ways to check one string.
-        let mut defs = Map::new();
-        for i in 0..20 {
-            let next = format!("#/$defs/a{}", i + 1);
-            defs.insert(
-                format!("a{i}"),
-                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
-            );
-        }
-        defs.insert("a20".into(), json!({"type": "integer"}));
+        let defs = doubling_refs(20, "anyOf", json!({"type": "integer"}));
         let schema = compile(
-            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/a0"}}, "$defs": defs}),
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}),
         )
         .expect("compiles");
         assert_eq!(check(&schema, json!({"x": 1})), Ok(None));
@@ -1152,15 +1159,7 @@ mod tests {
         // What the bound needs: with `$ref`s sharing a subschema, one
         // subschema applies to one value many times, and the same count
         // is far past it (2^12 applications of the last definition).
-        let mut defs = Map::new();
-        for level in 0..12 {
-            let next = format!("#/$defs/d{}", level + 1);
-            defs.insert(
-                format!("d{level}"),
-                json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
-            );
-        }
-        defs.insert("d12".into(), json!({"type": "number"}));
+        let defs = doubling_refs(12, "allOf", json!({"type": "number"}));
         let raw = json!({"$defs": defs, "$ref": "#/$defs/d0"});
         let subschemas = Graph::of(&raw).expect("a valid schema").in_place.len() as u64;
         let schema = compile(raw).expect("compiles");
